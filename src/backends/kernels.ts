@@ -1,0 +1,67 @@
+// The kernel set a backend provides. Primitives (src/primitives) call these; model code never
+// does. All activations are float32, row-major: a [T, n] matrix is T rows of n values.
+// Every kernel must be deterministic: the same inputs give the same bits for any thread count.
+
+import type { Weight } from "../tensor/weight.js";
+
+export type Device = "ts" | "cpu" | "cuda";
+
+/** How RoPE pairs the dimensions of a head: (2i, 2i+1) for Llama, (i, i + d/2) for NEOX/Qwen. */
+export type RopeStyle = "interleaved" | "neox";
+
+export interface AttentionOptions {
+  /** Multiplies q·k before the softmax (1/sqrt(headDim) unless the model says otherwise). */
+  scale: number;
+  /** Gemma 2: logits ← cap · tanh(logits / cap) before the mask (0 = off). */
+  softcap: number;
+  /** Sliding window: a query at position p sees keys at positions > p - window (0 = unlimited). */
+  window: number;
+  /** false: bidirectional (ViT); true: each query sees only keys at positions <= its own. */
+  causal: boolean;
+}
+
+export interface Kernels {
+  readonly device: Device;
+
+  /** out[t, r] = Σ_c x[t, c] · W[r, c] for t < T, r < w.rows; x is [T, w.cols]. */
+  matmul(x: Float32Array, w: Weight, T: number, out: Float32Array): void;
+
+  /** out[t, :] = W[ids[t], :] (dequantized), for an embedding table W of w.rows rows. */
+  getRows(w: Weight, ids: Int32Array, out: Float32Array): void;
+
+  /** out[t] = x[t] / sqrt(mean(x[t]²) + eps) ⊙ weight, over rows of length n. */
+  rmsNorm(x: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, out: Float32Array): void;
+
+  /** out[t] = (x[t] - mean) / sqrt(var + eps) ⊙ weight + bias, over rows of length n. */
+  layerNorm(x: Float32Array, weight: Float32Array, bias: Float32Array | null, rows: number, n: number, eps: number, out: Float32Array): void;
+
+  /**
+   * Rotary position embedding, in place, on x of shape [T, nHeads, headDim].
+   * Pair i of a head at position p turns by angle p · invFreq[i], i < ropeDims/2
+   * (invFreq already includes any RoPE scaling); dims past ropeDims are left alone.
+   */
+  rope(x: Float32Array, T: number, nHeads: number, headDim: number, ropeDims: number, positions: Int32Array, invFreq: Float32Array, style: RopeStyle): void;
+
+  /**
+   * Scaled dot-product attention of T queries against the first `nKeys` cached keys.
+   * q: [T, nHeads, headDim]; k, v: [>= nKeys, nKVHeads, headDim]; query t sits at position
+   * pos0 + t; key j at position j. Head h reads KV head floor(h / (nHeads / nKVHeads)).
+   * out: [T, nHeads, headDim].
+   */
+  attention(q: Float32Array, k: Float32Array, v: Float32Array, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number, opts: AttentionOptions, out: Float32Array): void;
+
+  /** out = silu(gate) ⊙ up  (SwiGLU's combination). */
+  swiglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
+
+  /** out = gelu(gate) ⊙ up, GELU with the tanh approximation (GeGLU). */
+  geglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
+
+  /** out = gelu(x), tanh approximation. */
+  gelu(x: Float32Array, out: Float32Array): void;
+
+  /** out = a + b, elementwise (out may alias a). */
+  add(a: Float32Array, b: Float32Array, out: Float32Array): void;
+
+  /** Softmax over each row of length n, in place. */
+  softmax(x: Float32Array, rows: number, n: number): void;
+}
