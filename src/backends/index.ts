@@ -1,0 +1,53 @@
+// Backend selection: which kernel set runs a tensor's operations.
+// `cpu` (native, src/backends/cpu) is used when it built; `ts` is the fallback and the gate.
+
+import { BackendError } from "../errors.js";
+import { setFileMapper } from "../io/gguf/reader.js";
+import { loadCpuBackend } from "./cpu/index.js";
+import type { Device, Kernels } from "./kernels.js";
+import { tsKernels } from "./ts/index.js";
+
+export type { Device, Kernels } from "./kernels.js";
+export { tsKernels };
+
+type CpuState = ReturnType<typeof loadCpuBackend>;
+let cpuState: CpuState | undefined;
+
+/** The native cpu backend, loaded on first use; `{ error }` says why it is unavailable. */
+export function cpuBackend(): CpuState {
+  cpuState ??= loadCpuBackend();
+  return cpuState;
+}
+
+export function kernelsFor(device: Device): Kernels {
+  if (device === "ts") return tsKernels;
+  if (device === "cpu") {
+    const cpu = cpuBackend();
+    if ("error" in cpu) throw new BackendError(`the cpu backend is not available: ${cpu.error}`);
+    return cpu.kernels;
+  }
+  throw new BackendError(`backend ${device} is not available in this build`);
+}
+
+let warned = false;
+
+/**
+ * Pick the backend for a run: the one asked for (an error, exit 4, when it is missing), else
+ * `cpu` when it built, else `ts` with one warning. Also installs the cpu backend's memory-mapper.
+ */
+export function selectBackend(requested?: string, opts: { threads?: number; quiet?: boolean } = {}): Device {
+  if (requested !== undefined && requested !== "ts" && requested !== "cpu" && requested !== "cuda") {
+    throw new BackendError(`unknown backend "${requested}" (expected ts or cpu)`);
+  }
+  if (requested === "ts") return "ts";
+  const cpu = cpuBackend();
+  if ("error" in cpu) {
+    if (requested) throw new BackendError(`the ${requested} backend is not available: ${cpu.error}`);
+    if (!warned && !opts.quiet) console.error(`toy: native cpu backend unavailable (${cpu.error}); using the ts backend`);
+    warned = true;
+    return "ts";
+  }
+  if (opts.threads !== undefined) cpu.setThreads(opts.threads);
+  setFileMapper(cpu.mapFile);
+  return "cpu";
+}

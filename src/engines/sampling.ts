@@ -1,0 +1,111 @@
+// Choosing the next token from logits: greedy, or a draw after repetition penalty, top-k,
+// temperature, top-p (nucleus) and min-p filtering, in that order (as llama.cpp's default chain).
+
+import { Rng } from "./rng.js";
+
+export interface SamplingOptions {
+  /** 0 = greedy (argmax). */
+  temperature: number;
+  /** Keep the k most likely tokens (0 = all). */
+  topK: number;
+  /** Keep the smallest set whose probability reaches p (1 = all). */
+  topP: number;
+  /** Drop tokens less likely than minP × the most likely one (0 = off). */
+  minP: number;
+  /** Divide positive / multiply negative logits of recently seen tokens (1 = off). */
+  repeatPenalty: number;
+  /** How many recent tokens the penalty looks at. */
+  repeatLastN: number;
+  seed: number;
+}
+
+export const DEFAULT_SAMPLING: SamplingOptions = {
+  temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1, repeatLastN: 64, seed: 0,
+};
+
+export function argmax(logits: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
+  return best;
+}
+
+export class Sampler {
+  private rng: Rng;
+  constructor(readonly opts: SamplingOptions) {
+    this.rng = new Rng(opts.seed);
+  }
+
+  /** Pick a token from a row of logits, given the tokens seen so far (for the penalty). */
+  sample(logitsIn: Float32Array, history: readonly number[] = []): number {
+    const o = this.opts;
+    let logits: Float32Array = logitsIn;
+    if (o.repeatPenalty !== 1 && history.length > 0) {
+      logits = Float32Array.from(logitsIn);
+      for (const id of new Set(history.slice(-o.repeatLastN))) {
+        logits[id] = logits[id] > 0 ? logits[id] / o.repeatPenalty : logits[id] * o.repeatPenalty;
+      }
+    }
+    if (o.temperature <= 0) return argmax(logits);
+
+    // Candidates, most likely first (top-k by partial selection when k is small).
+    let ids = topIds(logits, o.topK > 0 ? Math.min(o.topK, logits.length) : logits.length);
+    const max = logits[ids[0]];
+    let probs = ids.map((id) => Math.exp((logits[id] - max) / o.temperature));
+    let total = probs.reduce((a, b) => a + b, 0);
+
+    if (o.topP < 1) {
+      let cum = 0, keep = 0;
+      while (keep < ids.length && cum < o.topP * total) cum += probs[keep++];
+      ids = ids.slice(0, Math.max(1, keep));
+      probs = probs.slice(0, ids.length);
+    }
+    if (o.minP > 0) {
+      const cut = o.minP * probs[0];
+      const keep = Math.max(1, probs.findIndex((p) => p < cut) === -1 ? probs.length : probs.findIndex((p) => p < cut));
+      ids = ids.slice(0, keep);
+      probs = probs.slice(0, keep);
+    }
+    total = probs.reduce((a, b) => a + b, 0);
+    let r = this.rng.next() * total;
+    for (let i = 0; i < ids.length; i++) {
+      r -= probs[i];
+      if (r < 0) return ids[i];
+    }
+    return ids[ids.length - 1];
+  }
+}
+
+/** The k largest entries' indices, largest first; ties broken by the smaller index. */
+export function topIds(x: ArrayLike<number>, k: number): number[] {
+  const better = (a: number, b: number) => x[a] > x[b] || (x[a] === x[b] && a < b);
+  if (k >= x.length / 4) {
+    return Array.from({ length: x.length }, (_, i) => i).sort((a, b) => (better(a, b) ? -1 : better(b, a) ? 1 : 0)).slice(0, k);
+  }
+  // A min-heap of the best k seen so far.
+  const heap: number[] = [];
+  const worse = (a: number, b: number) => better(b, a);
+  const up = (i: number) => {
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!worse(heap[i], heap[p])) break;
+      [heap[i], heap[p]] = [heap[p], heap[i]];
+      i = p;
+    }
+  };
+  const down = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1, r = l + 1;
+      let m = i;
+      if (l < heap.length && worse(heap[l], heap[m])) m = l;
+      if (r < heap.length && worse(heap[r], heap[m])) m = r;
+      if (m === i) return;
+      [heap[i], heap[m]] = [heap[m], heap[i]];
+      i = m;
+    }
+  };
+  for (let i = 0; i < x.length; i++) {
+    if (heap.length < k) { heap.push(i); up(heap.length - 1); }
+    else if (better(i, heap[0])) { heap[0] = i; down(0); }
+  }
+  return heap.sort((a, b) => (better(a, b) ? -1 : 1));
+}

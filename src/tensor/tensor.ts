@@ -1,0 +1,49 @@
+// A tensor: a float32 array with a shape and the device whose kernels compute on it.
+// Row-major; the last dimension is contiguous.
+
+import type { Device } from "../backends/kernels.js";
+
+export class Tensor {
+  constructor(
+    readonly shape: readonly number[],
+    readonly data: Float32Array,
+    readonly device: Device = "ts",
+  ) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (n !== data.length) throw new RangeError(`shape [${shape.join(", ")}] needs ${n} values, got ${data.length}`);
+  }
+
+  static zeros(shape: readonly number[], device: Device = "ts"): Tensor {
+    return new Tensor(shape, new Float32Array(shape.reduce((a, b) => a * b, 1)), device);
+  }
+
+  get size(): number {
+    return this.data.length;
+  }
+
+  /** The last dimension: the length of one row. */
+  get cols(): number {
+    return this.shape[this.shape.length - 1];
+  }
+
+  /** Number of rows: the product of all dims but the last. */
+  get rows(): number {
+    return this.data.length / this.cols;
+  }
+
+  /** Same data, another shape (no copy). */
+  reshape(shape: readonly number[]): Tensor {
+    return new Tensor(shape, this.data, this.device);
+  }
+
+  /** Rows [from, to) of a matrix-like tensor (no copy). */
+  sliceRows(from: number, to: number): Tensor {
+    const c = this.cols;
+    return new Tensor([to - from, ...this.shape.slice(1)], this.data.subarray(from * c, to * c), this.device);
+  }
+
+  /** A tensor of the same shape and device. */
+  like(shape: readonly number[] = this.shape): Tensor {
+    return Tensor.zeros(shape, this.device);
+  }
+}
