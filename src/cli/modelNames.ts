@@ -1,10 +1,28 @@
 // Turning what a user types for MODEL into a file path.
 
 import { existsSync, statSync } from "node:fs";
-import { ModelFileError } from "../errors.js";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ModelFileError, UsageError } from "../errors.js";
 
 export function resolveModelPath(spec: string): string {
   if (!existsSync(spec)) throw new ModelFileError(`${spec}: no such model file`);
   if (statSync(spec).isDirectory()) throw new ModelFileError(`${spec}: is a folder, expected a GGUF file`);
   return spec;
+}
+
+const DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/** The model used when none is named: $TOY_MODEL, else SmolLM2-135M-Instruct from the fixtures. */
+export function defaultModelPath(): string {
+  if (process.env.TOY_MODEL) return process.env.TOY_MODEL;
+  const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+  const candidates = [
+    process.env.TOY_FIXTURES && join(process.env.TOY_FIXTURES, "models", DEFAULT_MODEL_FILE),
+    join(projectRoot, "..", "shared", "fixtures", "models", DEFAULT_MODEL_FILE),
+    join(projectRoot, "data", DEFAULT_MODEL_FILE),
+  ].filter((p): p is string => typeof p === "string");
+  const found = candidates.find((p) => existsSync(p));
+  if (found) return found;
+  throw new UsageError(`no model given and no default model found (looked for ${candidates.join(", ")}); pass a GGUF path or set TOY_MODEL`);
 }

@@ -13,54 +13,109 @@ export interface GenerateOptions {
   stopIds?: ReadonlySet<number>;
   /** Called with each generated token; return false to stop. */
   onToken?: (id: number) => boolean | void;
-  /** Reuse a cache that already holds the start of the prompt (chat sessions). */
+  /** Reuse a cache: the tokens it holds (`cachedIds`) that begin the prompt are not read again. */
   cache?: KVCache;
+  cachedIds?: readonly number[];
   /** Checked between tokens: stop as soon as it is aborted. */
   signal?: AbortSignal;
 }
 
+export type FinishReason = "stop" | "length" | "aborted";
+
 export interface GenerateResult {
   tokens: number[];
-  finishReason: "stop" | "length" | "aborted";
+  finishReason: FinishReason;
   promptTokensPerS: number;
   tokensPerS: number;
   cache: KVCache;
+  /** What the cache holds now, position by position (prompt and generated tokens). */
+  cachedIds: number[];
 }
 
-export function generate(model: LanguageModel, prompt: number[], opts: GenerateOptions): GenerateResult {
-  if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token");
-  const cache = opts.cache ?? model.newCache();
-  // With a reused cache, only the part of the prompt it does not hold yet is read.
-  const fresh = prompt.slice(cache.length);
-  if (fresh.length === 0) throw new ToyError("the cache already holds the whole prompt: nothing to read");
-  if (cache.length + fresh.length > cache.capacity) {
-    throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${cache.capacity} tokens)`);
-  }
-  const sampler = new Sampler(opts.sampling);
-  const history = [...prompt];
-  const tokens: number[] = [];
+/** Length of the common start of two id lists. */
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return n;
+}
 
-  let t0 = performance.now();
-  let logits = model.forward(Int32Array.from(fresh), cache, "last").data;
-  const promptMs = performance.now() - t0;
+/** One generation, token by token: `step()` until it returns false. */
+export class Generation {
+  readonly tokens: number[] = [];
+  finishReason: FinishReason = "length";
+  readonly cache: KVCache;
+  readonly cachedIds: number[];
+  private sampler: Sampler;
+  private history: number[];
+  private logits: Float32Array;
+  private promptMs: number;
+  private genStart = 0;
+  private genMs = 0;
+  private promptRead: number;
+  private done = false;
 
-  t0 = performance.now();
-  let finishReason: GenerateResult["finishReason"] = "length";
-  while (tokens.length < opts.maxTokens) {
-    if (opts.signal?.aborted) { finishReason = "aborted"; break; }
-    const id = sampler.sample(logits, history);
-    if (opts.stopIds?.has(id)) { finishReason = "stop"; break; }
-    tokens.push(id);
-    history.push(id);
-    if (opts.onToken?.(id) === false) { finishReason = "stop"; break; }
-    if (tokens.length >= opts.maxTokens) break;
-    if (cache.length >= cache.capacity) { finishReason = "length"; break; }
-    logits = model.forward(Int32Array.of(id), cache, "last").data;
+  constructor(private model: LanguageModel, prompt: readonly number[], private opts: GenerateOptions) {
+    if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token");
+    this.cache = opts.cache ?? model.newCache();
+    // Keep what the cache already holds of this prompt; always re-read at least the last token.
+    const keep = Math.min(commonPrefix(opts.cachedIds ?? [], prompt), prompt.length - 1);
+    this.cache.truncate(opts.cache ? keep : 0);
+    const fresh = prompt.slice(this.cache.length);
+    if (this.cache.length + fresh.length > this.cache.capacity) {
+      throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${this.cache.capacity} tokens)`);
+    }
+    this.sampler = new Sampler(opts.sampling);
+    this.history = [...prompt];
+    this.cachedIds = [...prompt];
+    const t0 = performance.now();
+    this.logits = model.forward(Int32Array.from(fresh), this.cache, "last").data;
+    this.promptMs = performance.now() - t0;
+    this.promptRead = fresh.length;
   }
-  const genMs = performance.now() - t0;
-  return {
-    tokens, finishReason, cache,
-    promptTokensPerS: fresh.length / (promptMs / 1000),
-    tokensPerS: tokens.length > 0 ? tokens.length / (genMs / 1000) : 0,
-  };
+
+  /** Sample one token and run it through the model. false when generation has ended. */
+  step(): boolean {
+    if (this.done) return false;
+    if (this.genStart === 0) this.genStart = performance.now();
+    const o = this.opts;
+    const end = (reason: FinishReason) => {
+      this.finishReason = reason;
+      this.done = true;
+      this.genMs = performance.now() - this.genStart;
+      return false;
+    };
+    if (o.signal?.aborted) return end("aborted");
+    if (this.tokens.length >= o.maxTokens) return end("length");
+    const id = this.sampler.sample(this.logits, this.history);
+    if (o.stopIds?.has(id)) return end("stop");
+    this.tokens.push(id);
+    this.history.push(id);
+    if (o.onToken?.(id) === false) return end("stop");
+    if (this.tokens.length >= o.maxTokens) return end("length");
+    if (this.cache.length >= this.cache.capacity) return end("length");
+    this.logits = this.model.forward(Int32Array.of(id), this.cache, "last").data;
+    this.cachedIds.push(id);
+    return true;
+  }
+
+  result(): GenerateResult {
+    return {
+      tokens: this.tokens, finishReason: this.finishReason, cache: this.cache, cachedIds: this.cachedIds,
+      promptTokensPerS: this.promptRead / (this.promptMs / 1000),
+      tokensPerS: this.tokens.length > 0 && this.genMs > 0 ? this.tokens.length / (this.genMs / 1000) : 0,
+    };
+  }
+}
+
+export function generate(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions): GenerateResult {
+  const g = new Generation(model, prompt, opts);
+  while (g.step());
+  return g.result();
+}
+
+/** The same, yielding to the event loop between tokens (so Ctrl-C, sockets and timers run). */
+export async function generateAsync(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions): Promise<GenerateResult> {
+  const g = new Generation(model, prompt, opts);
+  while (g.step()) await new Promise((r) => setImmediate(r));
+  return g.result();
 }

@@ -1,15 +1,22 @@
-// toy infer: generate text from a prompt with the KV-cache decode engine.
+// toy infer: generate text from a prompt, or answer in a chat, with the KV-cache decode engine.
 
-import { Command, Option } from "commander";
-import { generate } from "../../engines/generate.js";
+import { readFileSync } from "node:fs";
+import { Command } from "commander";
+import { generateAsync, type GenerateResult } from "../../engines/generate.js";
 import { DEFAULT_SAMPLING, type SamplingOptions } from "../../engines/sampling.js";
-import { UsageError } from "../../errors.js";
-import { checkIds, float, idList, int, openModel, printJson } from "../common.js";
+import { ToyError, UsageError } from "../../errors.js";
+import { chatTemplateFor, parseMessages, type ChatMessage } from "../../io/chat/template.js";
+import { checkIds, float, idList, int, openModel, printJson, type OpenedModel } from "../common.js";
+import { interactiveChat } from "../chat.js";
+import { defaultModelPath } from "../modelNames.js";
 import { backendOptions } from "./options.js";
 
-interface InferFlags {
+export interface InferFlags {
   prompt?: string;
   ids?: number[];
+  chat?: string | true;
+  system?: string;
+  messages?: string;
   maxTokens: number;
   temperature: number;
   topK: number;
@@ -17,6 +24,7 @@ interface InferFlags {
   minP: number;
   repeatPenalty: number;
   seed: number;
+  ignoreEos?: boolean;
   json?: boolean;
   backend?: string;
   threads?: number;
@@ -24,36 +32,63 @@ interface InferFlags {
 
 export function inferCommand(): Command {
   const cmd = new Command("infer")
-    .description("generate text from a prompt (streams to the terminal; greedy when --temperature is 0)")
-    .argument("<model>", "a GGUF model file")
+    .description("generate text from a prompt, or answer a chat (streams to the terminal; greedy when --temperature is 0)")
+    .argument("[model]", "a GGUF model file (default: $TOY_MODEL, else SmolLM2-135M-Instruct from the fixtures)")
     .option("--prompt <text>", "the prompt text (BOS is added when the model's vocabulary says so)")
     .option("--ids <ids>", "the prompt as comma-separated token ids, taken as given", idList)
-    .option("--max-tokens <n>", "how many tokens to generate at most", int("--max-tokens", 0), 128)
+    .option("--chat [text]", "answer one user message through the model's chat template; with no text, an interactive chat")
+    .option("--system <text>", "a system message for --chat")
+    .option("--messages <file>", "a JSON file with an OpenAI-style message array to answer")
+    .option("--max-tokens <n>", "how many tokens to generate at most", int("--max-tokens", 0), 256)
     .option("--temperature <t>", "sampling temperature (0 = greedy)", float("--temperature", 0), DEFAULT_SAMPLING.temperature)
     .option("--top-k <k>", "keep the k most likely tokens (0 = all)", int("--top-k", 0), DEFAULT_SAMPLING.topK)
     .option("--top-p <p>", "nucleus sampling: keep the smallest set with probability >= p", float("--top-p", 0, 1), DEFAULT_SAMPLING.topP)
     .option("--min-p <p>", "drop tokens less likely than p times the most likely", float("--min-p", 0, 1), DEFAULT_SAMPLING.minP)
     .option("--repeat-penalty <r>", "penalize the last 64 tokens (1 = off)", float("--repeat-penalty", 0), DEFAULT_SAMPLING.repeatPenalty)
     .option("--seed <s>", "random seed for sampling", int("--seed", 0), DEFAULT_SAMPLING.seed)
+    .option("--ignore-eos", "keep generating past end-of-sequence tokens (up to --max-tokens)")
     .option("--json", "print one JSON object instead of streaming text");
   backendOptions(cmd);
-  return cmd.action((modelPath: string, flags: InferFlags) => runInfer(modelPath, flags));
+  return cmd.action((modelPath: string | undefined, flags: InferFlags) => runInfer(modelPath ?? defaultModelPath(), flags));
 }
 
-function runInfer(modelPath: string, flags: InferFlags): void {
-  if ((flags.prompt === undefined) === (flags.ids === undefined)) throw new UsageError("give exactly one of --prompt TEXT or --ids 1,2,3");
-  const { model, tokenizer } = openModel(modelPath, flags, flags.json);
-  const prompt = flags.ids ?? tokenizer.encode(flags.prompt!);
-  checkIds(prompt, model.nVocab);
-  const sampling: SamplingOptions = {
+export function samplingFrom(flags: InferFlags): SamplingOptions {
+  return {
     temperature: flags.temperature, topK: flags.topK, topP: flags.topP, minP: flags.minP,
     repeatPenalty: flags.repeatPenalty, repeatLastN: DEFAULT_SAMPLING.repeatLastN, seed: flags.seed,
   };
-  const stream = tokenizer.streamDecoder();
-  const result = generate(model, prompt, {
-    maxTokens: flags.maxTokens, sampling, stopIds: tokenizer.stopIds,
-    onToken: flags.json ? undefined : (id) => { process.stdout.write(stream.push(id)); },
-  });
+}
+
+function readMessages(path: string): ChatMessage[] {
+  let text: string;
+  try { text = readFileSync(path, "utf8"); } catch (e) { throw new UsageError(`${path}: cannot read (${(e as NodeJS.ErrnoException).code ?? e})`); }
+  let value: unknown;
+  try { value = JSON.parse(text); } catch (e) { throw new UsageError(`${path}: not valid JSON (${(e as Error).message})`); }
+  return parseMessages(value, path);
+}
+
+async function runInfer(modelPath: string, flags: InferFlags): Promise<void> {
+  const inputs = [flags.prompt, flags.ids, flags.chat, flags.messages].filter((x) => x !== undefined).length;
+  if (inputs !== 1) throw new UsageError("give exactly one of --prompt TEXT, --ids 1,2,3, --chat [TEXT] or --messages FILE");
+  if (flags.system !== undefined && flags.chat === undefined) throw new UsageError("--system goes with --chat");
+  const opened = openModel(modelPath, flags, flags.json);
+  if (flags.chat === true) return interactiveChat(opened, flags);
+
+  const { model, tokenizer } = opened;
+  let prompt: number[];
+  let stopIds: ReadonlySet<number> = tokenizer.stopIds;
+  if (flags.chat !== undefined || flags.messages !== undefined) {
+    const template = chatTemplateFor(opened.model.file.metadata, tokenizer);
+    const messages = flags.messages !== undefined ? readMessages(flags.messages)
+      : [...(flags.system !== undefined ? [{ role: "system", content: flags.system }] : []), { role: "user", content: flags.chat as string }];
+    prompt = template.encode(messages);
+    stopIds = template.stopIds();
+  } else {
+    prompt = flags.ids ?? tokenizer.encode(flags.prompt!);
+  }
+  checkIds(prompt, model.nVocab);
+  if (flags.ignoreEos) stopIds = new Set();
+  const result = await streamAnswer(opened, prompt, stopIds, flags);
   if (flags.json) {
     printJson({
       prompt_tokens: prompt,
@@ -62,10 +97,29 @@ function runInfer(modelPath: string, flags: InferFlags): void {
       finish_reason: result.finishReason,
       timing: { prompt_tokens_per_s: result.promptTokensPerS, tokens_per_s: result.tokensPerS },
     });
-    return;
-  }
-  process.stdout.write(stream.flush() + "\n");
-  if (process.stderr.isTTY) {
+  } else if (process.stderr.isTTY) {
     process.stderr.write(`[${prompt.length} prompt tokens at ${result.promptTokensPerS.toFixed(1)} t/s, ${result.tokens.length} generated at ${result.tokensPerS.toFixed(1)} t/s]\n`);
+  }
+}
+
+/** Generate, streaming text to stdout unless --json; Ctrl-C stops the answer, not the program. */
+export async function streamAnswer(opened: OpenedModel, prompt: number[], stopIds: ReadonlySet<number>, flags: InferFlags, reuse?: { cache: GenerateResult["cache"]; cachedIds: number[] }): Promise<GenerateResult> {
+  const stream = opened.tokenizer.streamDecoder();
+  const abort = new AbortController();
+  const onSigint = () => abort.abort();
+  process.on("SIGINT", onSigint);
+  try {
+    const result = await generateAsync(opened.model, prompt, {
+      maxTokens: flags.maxTokens, sampling: samplingFrom(flags), stopIds, signal: abort.signal,
+      cache: reuse?.cache, cachedIds: reuse?.cachedIds,
+      onToken: flags.json ? undefined : (id) => { process.stdout.write(stream.push(id)); },
+    });
+    if (!flags.json) process.stdout.write(stream.flush() + "\n");
+    return result;
+  } catch (e) {
+    if (e instanceof ToyError) throw e;
+    throw e;
+  } finally {
+    process.off("SIGINT", onSigint);
   }
 }

@@ -66,7 +66,7 @@ class Cursor {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
   fail(what: string): never {
-    throw new ModelFileError(`${this.path}: ${what}`);
+    throw new ModelFileError(printable(`${this.path}: ${what}`, 1000));
   }
   need(n: number, field: string): void {
     if (this.pos + n <= this.bytes.byteLength) return;
@@ -109,6 +109,12 @@ class Cursor {
     this.pos += n;
     return s;
   }
+}
+
+/** A name read from the file, fit for a one-line message: control characters escaped, length capped. */
+function printable(s: string, max = 120): string {
+  const clipped = s.length > max ? `${s.slice(0, max)}… (${s.length} characters)` : s;
+  return clipped.replace(/[\x00-\x1f\x7f]/g, (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
 function bigToNumber(v: bigint): number | bigint {
@@ -178,19 +184,20 @@ function parseHeader(bytes: Uint8Array, fileSize: number, path: string): GGUFHea
   const metadataTypes = new Map<string, { type: GGUFValueType; itemType?: GGUFValueType }>();
   for (let i = 0; i < kvCount; i++) {
     const key = c.string(`metadata key #${i}`);
-    const type = c.u32(`type of metadata ${key}`) as GGUFValueType;
-    if (MIN_VALUE_SIZE[type] === undefined) c.fail(`metadata ${key}: unknown value type ${type}`);
+    const label = printable(key);
+    const type = c.u32(`type of metadata ${label}`) as GGUFValueType;
+    if (MIN_VALUE_SIZE[type] === undefined) c.fail(`metadata ${label}: unknown value type ${type}`);
     const itemPos = c.pos;
-    const value = readValue(c, type, `metadata ${key}`);
+    const value = readValue(c, type, `metadata ${label}`);
     let itemType: GGUFValueType | undefined;
     if (type === GGUFValueType.ARRAY) itemType = new DataView(bytes.buffer, bytes.byteOffset + itemPos, 4).getUint32(0, true);
-    if (metadata.has(key)) c.fail(`metadata key ${key} appears twice`);
+    if (metadata.has(key)) c.fail(`metadata key ${label} appears twice`);
     metadata.set(key, value);
     metadataTypes.set(key, { type, itemType });
   }
 
   const alignValue = metadata.get("general.alignment") ?? 32;
-  if (typeof alignValue !== "number" || alignValue <= 0 || (alignValue & (alignValue - 1)) !== 0 || alignValue > 1 << 20) {
+  if (typeof alignValue !== "number" || !Number.isInteger(alignValue) || alignValue <= 0 || (alignValue & (alignValue - 1)) !== 0 || alignValue > 1 << 20) {
     c.fail(`general.alignment is ${String(alignValue)}, expected a power of two`);
   }
   const alignment = alignValue as number;
@@ -199,19 +206,20 @@ function parseHeader(bytes: Uint8Array, fileSize: number, path: string): GGUFHea
   const names = new Set<string>();
   for (let i = 0; i < tensorCount; i++) {
     const name = c.string(`name of tensor #${i}`);
-    const nDims = c.u32(`tensor ${name}: number of dimensions`);
-    if (nDims < 1 || nDims > MAX_DIMS) c.fail(`tensor ${name}: ${nDims} dimensions (expected 1 to ${MAX_DIMS})`);
+    const label = printable(name);
+    const nDims = c.u32(`tensor ${label}: number of dimensions`);
+    if (nDims < 1 || nDims > MAX_DIMS) c.fail(`tensor ${label}: ${nDims} dimensions (expected 1 to ${MAX_DIMS})`);
     const dims: number[] = [];
     for (let d = 0; d < nDims; d++) {
-      const n = c.u64(`tensor ${name}: dimension ${d}`);
-      if (n === 0n || n > BigInt(fileSize) * 4n) c.fail(`tensor ${name}: dimension ${d} is ${n}, impossible for a ${fileSize}-byte file`);
+      const n = c.u64(`tensor ${label}: dimension ${d}`);
+      if (n === 0n || n > BigInt(fileSize) * 4n) c.fail(`tensor ${label}: dimension ${d} is ${n}, impossible for a ${fileSize}-byte file`);
       dims.push(Number(n));
     }
-    const type = c.u32(`tensor ${name}: type`);
-    const traits = TYPE_TRAITS.get(type) ?? c.fail(`tensor ${name}: unsupported storage type ${typeName(type)}`);
-    if (dims[0] % traits.blockSize !== 0) c.fail(`tensor ${name}: row length ${dims[0]} is not a multiple of the ${traits.name} block size ${traits.blockSize}`);
-    const rel = c.u64(`tensor ${name}: offset`);
-    if (names.has(name)) c.fail(`tensor ${name} appears twice`);
+    const type = c.u32(`tensor ${label}: type`);
+    const traits = TYPE_TRAITS.get(type) ?? c.fail(`tensor ${label}: unsupported storage type ${typeName(type)}`);
+    if (dims[0] % traits.blockSize !== 0) c.fail(`tensor ${label}: row length ${dims[0]} is not a multiple of the ${traits.name} block size ${traits.blockSize}`);
+    const rel = c.u64(`tensor ${label}: offset`);
+    if (names.has(name)) c.fail(`tensor ${label} appears twice`);
     names.add(name);
     infos.push({ name, dims, type, rel });
   }
@@ -223,9 +231,9 @@ function parseHeader(bytes: Uint8Array, fileSize: number, path: string): GGUFHea
     for (const d of dims) count *= BigInt(d);
     const byteLength = (count / BigInt(traits.blockSize)) * BigInt(traits.typeSize);
     const start = BigInt(dataOffset) + rel;
-    if (rel % BigInt(alignment) !== 0n) c.fail(`tensor ${name}: offset ${rel} is not a multiple of the alignment ${alignment}`);
+    if (rel % BigInt(alignment) !== 0n) c.fail(`tensor ${printable(name)}: offset ${rel} is not a multiple of the alignment ${alignment}`);
     if (start + byteLength > BigInt(fileSize)) {
-      c.fail(`tensor ${name}: data [${start}, ${start + byteLength}) runs past the end of the file (${fileSize} bytes)`);
+      c.fail(`tensor ${printable(name)}: data [${start}, ${start + byteLength}) runs past the end of the file (${fileSize} bytes)`);
     }
     return { name, dims, type, offset: Number(start), byteLength: Number(byteLength) };
   });
@@ -267,7 +275,8 @@ export function readGGUFHeader(path: string): GGUFHeader {
       try {
         return parseHeader(buf.subarray(0, got), size, path);
       } catch (e) {
-        if (!(e instanceof NeedMoreBytes) || chunk >= size) throw e;
+        if (!(e instanceof NeedMoreBytes)) throw e;
+        if (chunk >= size) throw new ModelFileError(`${path}: truncated file (it shrank while being read)`);
         chunk = Math.min(size, chunk * 4);
       }
     }

@@ -1,0 +1,84 @@
+// Chat templates: the GGUF's own `tokenizer.chat_template` (Jinja), rendered with
+// @huggingface/jinja as Hugging Face renders it (trim_blocks and lstrip_blocks on).
+// A model without a template gets ChatML, the most common format, and says so.
+
+import { Template } from "@huggingface/jinja";
+import { ToyError, UsageError } from "../../errors.js";
+import type { GGUFValue } from "../gguf/reader.js";
+import type { Tokenizer } from "../tokenizer/index.js";
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+/** ChatML, used when the model file carries no template of its own. */
+export const FALLBACK_TEMPLATE =
+  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+export class ChatTemplate {
+  private template: Template;
+
+  constructor(readonly source: string, private tokenizer: Tokenizer, readonly isFallback = false) {
+    try {
+      this.template = new Template(source);
+    } catch (e) {
+      throw new ToyError(`the model's chat template does not parse: ${(e as Error).message}`);
+    }
+  }
+
+  /** The prompt text for a conversation, ready to tokenize with special tokens parsed. */
+  render(messages: ChatMessage[], addGenerationPrompt = true): string {
+    const t = this.tokenizer;
+    try {
+      return this.template.render({
+        messages,
+        add_generation_prompt: addGenerationPrompt,
+        bos_token: t.bos !== undefined ? t.piece(t.bos) : "",
+        eos_token: t.eos !== undefined ? t.piece(t.eos) : "",
+      });
+    } catch (e) {
+      // raise_exception(...) in a template lands here: its message is the template's own words.
+      throw new UsageError(`the chat template rejected the conversation: ${(e as Error).message}`);
+    }
+  }
+
+  /** Token ids of the rendered conversation (special-token text parsed, no extra BOS). */
+  encode(messages: ChatMessage[], addGenerationPrompt = true): number[] {
+    return this.tokenizer.encode(this.render(messages, addGenerationPrompt), { addBos: false, parseSpecial: true });
+  }
+
+  /** Ids that end the assistant's turn: the tokenizer's stop ids plus the template's end-of-turn tokens. */
+  stopIds(): Set<number> {
+    const ids = new Set<number>(this.tokenizer.stopIds);
+    for (const text of ["<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|endoftext|>"]) {
+      const id = this.tokenizer.tokenId(text);
+      if (id !== undefined && this.source.includes(text)) ids.add(id);
+    }
+    return ids;
+  }
+}
+
+export function chatTemplateFor(metadata: Map<string, GGUFValue>, tokenizer: Tokenizer): ChatTemplate {
+  const source = metadata.get("tokenizer.chat_template");
+  if (typeof source === "string" && source.trim() !== "") return new ChatTemplate(source, tokenizer);
+  return new ChatTemplate(FALLBACK_TEMPLATE, tokenizer, true);
+}
+
+/** Check that a parsed JSON value is an OpenAI-style message array; say exactly what is wrong. */
+export function parseMessages(value: unknown, where: string): ChatMessage[] {
+  if (!Array.isArray(value)) throw new UsageError(`${where}: expected a JSON array of messages, got ${value === null ? "null" : typeof value}`);
+  if (value.length === 0) throw new UsageError(`${where}: the message array is empty`);
+  return value.map((m, i) => {
+    if (typeof m !== "object" || m === null || Array.isArray(m)) throw new UsageError(`${where}: message ${i} is not an object`);
+    const { role, content } = m as Record<string, unknown>;
+    if (typeof role !== "string" || role === "") throw new UsageError(`${where}: message ${i} has no "role" string`);
+    if (typeof content === "string") return { role, content };
+    // OpenAI's content parts: [{ type: "text", text }]
+    if (Array.isArray(content) && content.every((p) => typeof p === "object" && p !== null && (p as { type?: unknown }).type === "text" && typeof (p as { text?: unknown }).text === "string")) {
+      return { role, content: content.map((p) => (p as { text: string }).text).join("") };
+    }
+    throw new UsageError(`${where}: message ${i} "content" must be a string or a list of text parts`);
+  });
+}
