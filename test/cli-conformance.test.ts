@@ -16,6 +16,7 @@ const MODELS = [
   "stories260K", "llama-tiny", "llama3-tiny", "llama-q-src", "llama-q-F16", "llama-q-BF16", "llama-q-Q8_0",
   "llama-q-Q4_0", "llama-q-Q4_1", "llama-q-Q5_0", "llama-q-Q5_1", "llama-q-Q2_K", "llama-q-Q3_K_M",
   "llama-q-Q4_K_M", "llama-q-Q5_K_M", "llama-q-Q6_K",
+  "gpt2-tiny", "qwen2-tiny", "qwen3-tiny", "gemma2-tiny", "olmoe-tiny",
 ];
 const devices: Device[] = ["ts", ...("error" in cpuBackend() ? [] : (["cpu"] as Device[]))];
 const PROMPT = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
@@ -30,8 +31,8 @@ interface EvalJson {
 for (const device of devices) {
   for (const name of MODELS) {
     test(`toy eval and toy infer on ${name} (${device})`, { skip: fx.skip }, () => {
-      const ref = loadRef(fx.dir, device === "ts" ? "exact" : "llamacpp", name) ?? loadRef(fx.dir, "llamacpp", name)!;
       const tol = tolerance(name, device);
+      const ref = loadRef(fx.dir, tol.engine, name)!;
       const model = join(fx.dir, "models", `${name}.gguf`);
       const ev = toyJson<EvalJson>(["eval", model, "--ids", ref.prompt.join(","), "--top-k", "16", "--json", "--backend", device]);
       assert.deepEqual(ev.tokens, ref.prompt);
@@ -53,9 +54,9 @@ for (const device of devices) {
     });
   }
 
-  for (const name of ["llama-tiny"]) {
+  for (const name of ["llama-tiny", "gpt2-tiny"]) {
     test(`--prompt gives the reference prompt tokens and continuation: ${name} (${device})`, { skip: fx.skip }, () => {
-      const ref = loadRef(fx.dir, "llamacpp", name)!;
+      const ref = loadRef(fx.dir, tolerance(name, device).engine, name)!;
       const model = join(fx.dir, "models", `${name}.gguf`);
       const inf = toyJson<{ prompt_tokens: number[]; tokens: number[] }>(["infer", model, "--prompt", PROMPT, "--temperature", "0", "--max-tokens", "32", "--json", "--backend", device, "--ignore-eos"]);
       assert.deepEqual(inf.prompt_tokens, ref.prompt);

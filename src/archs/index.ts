@@ -3,23 +3,38 @@
 import type { Device } from "../backends/kernels.js";
 import { ModelFileError } from "../errors.js";
 import { readGGUF, type GGUFFile } from "../io/gguf/reader.js";
-import { loadLlama } from "./llama.js";
-import type { LanguageModel } from "./model.js";
+import type { ModelConfig } from "./config.js";
+import { gemma2 } from "./gemma2.js";
+import { gpt2 } from "./gpt2.js";
+import { llama } from "./llama.js";
+import { buildModel, type Architecture, type LanguageModel } from "./model.js";
+import { olmoe } from "./olmoe.js";
+import { qwen2, qwen3 } from "./qwen.js";
 
-export type { LanguageModel } from "./model.js";
+export type { LanguageModel, Architecture } from "./model.js";
+export type { ModelConfig } from "./config.js";
 
-const ARCHITECTURES: Record<string, (file: GGUFFile, device: Device) => LanguageModel> = {
-  llama: loadLlama,
-};
+export const ARCHITECTURES: Record<string, Architecture> = { llama, qwen2, qwen3, gemma2, olmoe, gpt2 };
 
 export const supportedArchitectures = (): string[] => Object.keys(ARCHITECTURES);
 
-export function loadModelFromFile(file: GGUFFile, device: Device): LanguageModel {
-  const arch = file.metadata.get("general.architecture");
-  if (typeof arch !== "string") throw new ModelFileError(`${file.path}: metadata general.architecture is missing`);
-  const load = ARCHITECTURES[arch];
-  if (!load) throw new ModelFileError(`${file.path}: architecture "${arch}" is not supported (supported: ${supportedArchitectures().join(", ")})`);
-  return load(file, device);
+export function architectureOf(file: GGUFFile): Architecture {
+  const name = file.metadata.get("general.architecture");
+  if (typeof name !== "string") throw new ModelFileError(`${file.path}: metadata general.architecture is missing`);
+  const arch = ARCHITECTURES[name];
+  if (!arch) throw new ModelFileError(`${file.path}: architecture "${name}" is not supported (supported: ${supportedArchitectures().join(", ")})`);
+  return arch;
+}
+
+/** The configuration a model file describes. */
+export function configOf(file: GGUFFile): ModelConfig {
+  return architectureOf(file).config(file);
+}
+
+/** Build the model of a file; `config` overrides the one its metadata gives (algorithm cards). */
+export function loadModelFromFile(file: GGUFFile, device: Device, config?: ModelConfig): LanguageModel {
+  const arch = config ? ARCHITECTURES[config.arch] ?? architectureOf(file) : architectureOf(file);
+  return buildModel(arch, file, config ?? arch.config(file), device);
 }
 
 export function loadModel(path: string, device: Device): LanguageModel {

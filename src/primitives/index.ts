@@ -6,3 +6,4 @@ export { attention } from "./attention.js";
 export { swiglu, geglu, gelu } from "./activation.js";
 export { add } from "./arith.js";
 export { softmax, logSumExp } from "./softmax.js";
+export { scale, softcap } from "./scale.js";

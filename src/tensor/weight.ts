@@ -24,3 +24,12 @@ export function weightFromInfo(file: GGUFFile, info: GGUFTensorInfo): Weight {
 export function describeWeight(w: Weight): string {
   return `${w.name} ${typeName(w.type)} [${w.dims.join(", ")}]`;
 }
+
+/** Rows [from, to) of a stored matrix, as a weight of its own (no copy): fused QKV, experts. */
+export function sliceWeightRows(w: Weight, from: number, to: number, name = `${w.name}[${from}:${to}]`): Weight {
+  const rowBytes = w.bytes.byteLength / w.rows;
+  return {
+    name, type: w.type, dims: [w.cols, to - from], cols: w.cols, rows: to - from,
+    bytes: w.bytes.subarray(from * rowBytes, to * rowBytes),
+  };
+}

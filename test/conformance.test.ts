@@ -1,7 +1,6 @@
-// Llama-family fixtures against the reference outputs: prompt logits (top-16 and logsumexp),
+// Every fixture model against the reference outputs: prompt logits (top-16 and logsumexp),
 // top-1 at every prompt position and the greedy continuation, on every available backend.
-// ts follows exact float32 math (refs/exact); cpu quantizes activations to 8 bits as llama.cpp
-// does, so it is held to refs/llamacpp. Tolerances are per storage type (see docs/gating.md).
+// Which reference a backend follows, and the tolerances: test/helpers/tolerances.ts.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -21,6 +20,7 @@ const MODELS = [
   "stories260K", "llama-tiny", "llama3-tiny",
   "llama-q-src", "llama-q-F16", "llama-q-BF16", "llama-q-Q8_0", "llama-q-Q4_0", "llama-q-Q4_1", "llama-q-Q5_0",
   "llama-q-Q5_1", "llama-q-Q2_K", "llama-q-Q3_K_M", "llama-q-Q4_K_M", "llama-q-Q5_K_M", "llama-q-Q6_K",
+  "gpt2-tiny", "qwen2-tiny", "qwen3-tiny", "gemma2-tiny", "olmoe-tiny",
 ];
 const devices: Device[] = ["ts", ...("error" in cpuBackend() ? [] : (["cpu"] as Device[]))];
 const greedy = { ...DEFAULT_SAMPLING, temperature: 0 };
@@ -28,9 +28,9 @@ const greedy = { ...DEFAULT_SAMPLING, temperature: 0 };
 for (const device of devices) {
   for (const name of MODELS) {
     test(`${name} on ${device} matches the reference`, { skip: fx.skip }, () => {
-      const engine = device === "ts" ? "exact" : "llamacpp";
-      const ref = loadRef(fx.dir, engine, name) ?? loadRef(fx.dir, "llamacpp", name)!;
       const tol = tolerance(name, device);
+      const engine = tol.engine;
+      const ref = loadRef(fx.dir, engine, name)!;
       const model = loadModel(join(fx.dir, "models", `${name}.gguf`), device);
       const cache = model.newCache();
       const logits = model.forward(Int32Array.from(ref.prompt), cache, "all");

@@ -1,0 +1,94 @@
+// The configuration every decoder architecture is built from: a plain object, read from GGUF
+// metadata (or parsed back from an algorithm card), that fixes the computation completely.
+
+import type { RopeStyle } from "../backends/kernels.js";
+import { ModelFileError } from "../errors.js";
+import type { GGUFFile } from "../io/gguf/reader.js";
+import { Metadata } from "../io/gguf/metadata.js";
+
+export interface ModelConfig {
+  arch: string;
+  nVocab: number;
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nKVHead: number;
+  headDim: number;
+  nFF: number;
+  contextLength: number;
+  norm: { kind: "rms" | "layer"; eps: number };
+  /** Rotary positions (null: learned position embeddings, GPT-2). */
+  rope: { base: number; dims: number; style: RopeStyle; freqScale: number; freqFactors: boolean } | null;
+  attention: {
+    /** q, k, v projections carry biases (Qwen 2, GPT-2). */
+    qkvBias: boolean;
+    /** One fused [3d, d] projection (GPT-2). */
+    fusedQKV: boolean;
+    outBias: boolean;
+    /** RMSNorm of q and k: per head (Qwen 3) or over the whole projection (OLMoE). */
+    qkNorm: "head" | "full" | null;
+    scale: number;
+    softcap: number;
+    /** Sliding-window size (0 = none) and which layers use it. */
+    window: number;
+    windowLayers: "all" | "even";
+  };
+  ffn: {
+    kind: "swiglu" | "geglu" | "mlp";
+    bias: boolean;
+    /** Mixture of experts: number of experts and how many each token uses (0 = dense). */
+    experts: number;
+    expertsUsed: number;
+  };
+  /** Multiplies the token embeddings (Gemma: √d). */
+  embedScale: number;
+  /** RMSNorm after attention and after the FFN too (Gemma 2). */
+  postNorms: boolean;
+  /** logits ← cap · tanh(logits / cap) (Gemma 2; 0 = off). */
+  finalSoftcap: number;
+  tiedOutput: boolean;
+}
+
+/** The hyperparameters every architecture stores under `<arch>.*`. */
+export function baseConfig(file: GGUFFile, arch: string): Omit<ModelConfig, "norm" | "rope" | "attention" | "ffn" | "embedScale" | "postNorms" | "finalSoftcap"> & { m: Metadata } {
+  const m = new Metadata(file.metadata, file.path);
+  const nEmbd = m.count(`${arch}.embedding_length`);
+  const nHead = m.count(`${arch}.attention.head_count`);
+  if (nHead === 0) throw new ModelFileError(`${file.path}: metadata ${arch}.attention.head_count is 0`);
+  const nKVHead = m.count(`${arch}.attention.head_count_kv`, nHead);
+  if (nKVHead === 0 || nHead % nKVHead !== 0) throw new ModelFileError(`${file.path}: ${nHead} attention heads are not a multiple of ${nKVHead} KV heads`);
+  const headDim = m.count(`${arch}.attention.key_length`, Math.floor(nEmbd / nHead));
+  if (headDim === 0 || (!m.has(`${arch}.attention.key_length`) && nEmbd % nHead !== 0)) {
+    throw new ModelFileError(`${file.path}: embedding_length ${nEmbd} is not a multiple of head_count ${nHead}`);
+  }
+  const embd = file.tensor("token_embd.weight");
+  if (!embd) throw new ModelFileError(`${file.path}: tensor token_embd.weight is missing`);
+  if (embd.dims.length !== 2 || embd.dims[0] !== nEmbd) {
+    throw new ModelFileError(`${file.path}: tensor token_embd.weight has shape [${embd.dims.join(", ")}], expected [${nEmbd}, n_vocab]`);
+  }
+  return {
+    m, arch, nEmbd, nHead, nKVHead, headDim,
+    nVocab: embd.dims[1],
+    nLayer: m.count(`${arch}.block_count`, undefined, 4096),
+    nFF: m.count(`${arch}.feed_forward_length`),
+    contextLength: m.count(`${arch}.context_length`, 2048),
+    tiedOutput: file.tensor("output.weight") === undefined,
+  };
+}
+
+/** RoPE settings from `<arch>.rope.*` (linear scaling, Llama 3 frequency factors). */
+export function ropeConfig(file: GGUFFile, m: Metadata, arch: string, headDim: number, style: RopeStyle): NonNullable<ModelConfig["rope"]> {
+  const scaling = m.string(`${arch}.rope.scaling.type`, "none");
+  if (!["none", "linear", "llama3"].includes(scaling)) {
+    throw new ModelFileError(`${file.path}: RoPE scaling type "${scaling}" is not supported (supported: none, linear, and Llama 3 factors in rope_freqs.weight)`);
+  }
+  const factor = scaling === "linear" ? m.number(`${arch}.rope.scaling.factor`, m.number(`${arch}.rope.scale_linear`, 1)) : m.number(`${arch}.rope.scale_linear`, 1);
+  const dims = m.count(`${arch}.rope.dimension_count`, headDim);
+  if (dims > headDim || dims % 2 !== 0) throw new ModelFileError(`${file.path}: ${arch}.rope.dimension_count ${dims} must be even and at most the head size ${headDim}`);
+  return {
+    base: m.number(`${arch}.rope.freq_base`, 10000),
+    dims, style,
+    freqScale: factor > 0 ? 1 / factor : 1,
+    freqFactors: file.tensor("rope_freqs.weight") !== undefined,
+  };
+}

@@ -1,0 +1,43 @@
+// Gemma 2: embeddings scaled by √d, RMSNorm before and after both attention and the GeGLU
+// FFN, attention logits soft-capped, sliding-window attention on even layers, NEOX RoPE, and
+// the final logits soft-capped. (The (1 + w) norm offset is already folded into the GGUF.)
+
+import { norm } from "../blocks/norm.js";
+import { transformerBlock } from "../blocks/transformerBlock.js";
+import { embedding, matmul, scale, softcap } from "../primitives/index.js";
+import { llamaLikeConfig } from "./llama.js";
+import type { Architecture } from "./model.js";
+import { Metadata } from "../io/gguf/metadata.js";
+
+export const gemma2: Architecture = {
+  name: "gemma2",
+  config(file) {
+    const c = llamaLikeConfig(file, "gemma2", "neox");
+    const m = new Metadata(file.metadata, file.path);
+    return {
+      ...c,
+      attention: {
+        ...c.attention,
+        softcap: m.number("gemma2.attn_logit_softcapping", 50),
+        window: m.count("gemma2.attention.sliding_window", 4096),
+        windowLayers: "even",
+      },
+      ffn: { ...c.ffn, kind: "geglu" },
+      embedScale: Math.sqrt(c.nEmbd),
+      postNorms: true,
+      finalSoftcap: m.number("gemma2.final_logit_softcapping", 30),
+    };
+  },
+
+  //   x = √d · E[ids]                                                [T, d]
+  //   for each layer:  x = x + postNorm(Attn(norm(x))),  x = x + postNorm(GeGLU(norm(x)))
+  //   logits = cap · tanh(norm(x) Wₒᵤₜᵀ / cap)                        [T, vocab]
+  forward(w, c, { ids, cache, pos0, positions, lastOnly, device }) {
+    let x = scale(embedding(w.tokenEmbd, ids, device), c.embedScale);               // [T, d]
+    w.blocks.forEach((block, l) => {
+      x = transformerBlock(x, block, w.blockConfigs[l], cache.layers[l], pos0, positions); // [T, d]
+    });
+    if (lastOnly) x = x.sliceRows(x.rows - 1, x.rows);                              // [1, d]
+    return softcap(matmul(norm(x, w.outputNorm), w.output), c.finalSoftcap);        // [T|1, vocab]
+  },
+};
