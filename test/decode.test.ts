@@ -91,3 +91,28 @@ test("topIds returns the k largest, best first", () => {
   assert.deepEqual(topIds(x, 10), sorted.slice(0, 10));
   assert.deepEqual(topIds(x, 600), sorted.slice(0, 600));
 });
+
+for (const device of devices) {
+  test(`forwardBatch: several sequences in one pass equal separate passes (${device})`, () => {
+    for (const variant of [{}, { nKVHead: 1 }] as Partial<TinyLlamaParams>[]) {
+      const model = tiny(device, variant);
+      const prompts = [[1, 50, 60], [1, 7], [1, 9, 9, 9, 9], [1]];
+      const alone = prompts.map((p) => ({ cache: model.newCache(), ids: p }));
+      const batched = prompts.map((p) => ({ cache: model.newCache(), ids: p }));
+      for (const s of alone) model.forward(Int32Array.from(s.ids), s.cache, "last");
+      for (const s of batched) model.forward(Int32Array.from(s.ids), s.cache, "last");
+      // Then three decode steps: one at a time vs all sequences in one forwardBatch.
+      for (let step = 0; step < 3; step++) {
+        const next = prompts.map((_, i) => 20 + i * 3 + step);
+        const rows = alone.map((s, i) => model.forward(Int32Array.of(next[i]), s.cache, "last").data);
+        const batch = model.forwardBatch(batched.map((s, i) => ({ ids: Int32Array.of(next[i]), cache: s.cache })));
+        assert.deepEqual(batch.shape, [prompts.length, model.nVocab]);
+        rows.forEach((row, i) => {
+          const b = batch.data.subarray(i * model.nVocab, (i + 1) * model.nVocab);
+          for (let v = 0; v < model.nVocab; v++) assert.ok(Math.abs(row[v] - b[v]) < 1e-5, `sequence ${i} step ${step} token ${v}: ${row[v]} vs ${b[v]}`);
+        });
+      }
+      batched.forEach((s, i) => assert.equal(s.cache.length, prompts[i].length + 3));
+    }
+  });
+}

@@ -4,7 +4,7 @@
 
 import { norm } from "../blocks/norm.js";
 import { transformerBlock } from "../blocks/transformerBlock.js";
-import { embedding, matmul, scale, softcap } from "../primitives/index.js";
+import { embedding, gatherRows, matmul, scale, softcap } from "../primitives/index.js";
 import { llamaLikeConfig } from "./llama.js";
 import type { Architecture } from "./model.js";
 import { Metadata } from "../io/gguf/metadata.js";
@@ -32,12 +32,12 @@ export const gemma2: Architecture = {
   //   x = √d · E[ids]                                                [T, d]
   //   for each layer:  x = x + postNorm(Attn(norm(x))),  x = x + postNorm(GeGLU(norm(x)))
   //   logits = cap · tanh(norm(x) Wₒᵤₜᵀ / cap)                        [T, vocab]
-  forward(w, c, { ids, cache, pos0, positions, lastOnly, device }) {
+  forward(w, c, { ids, segments, positions, lastRows, device }) {
     let x = scale(embedding(w.tokenEmbd, ids, device), c.embedScale);               // [T, d]
     w.blocks.forEach((block, l) => {
-      x = transformerBlock(x, block, w.blockConfigs[l], cache.layers[l], pos0, positions); // [T, d]
+      x = transformerBlock(x, block, w.blockConfigs[l], segments, l, positions);           // [T, d]
     });
-    if (lastOnly) x = x.sliceRows(x.rows - 1, x.rows);                              // [1, d]
-    return softcap(matmul(norm(x, w.outputNorm), w.output), c.finalSoftcap);        // [T|1, vocab]
+    if (lastRows) x = gatherRows(x, lastRows);                                     // [S, d]
+    return softcap(matmul(norm(x, w.outputNorm), w.output), c.finalSoftcap);        // [T|S, vocab]
   },
 };

@@ -3,7 +3,7 @@
 
 import { norm } from "../blocks/norm.js";
 import { transformerBlock } from "../blocks/transformerBlock.js";
-import { add, embedding, matmul } from "../primitives/index.js";
+import { add, embedding, gatherRows, matmul } from "../primitives/index.js";
 import { baseConfig } from "./config.js";
 import type { Architecture } from "./model.js";
 
@@ -24,12 +24,12 @@ export const gpt2: Architecture = {
   //   x = E[ids] + P[positions]                                      [T, d]
   //   for each layer:  x = x + Attn(LN(x)),  x = x + MLP(LN(x))
   //   logits = LN(x) Wₒᵤₜᵀ                                           [T, vocab]
-  forward(w, _c, { ids, cache, pos0, positions, lastOnly, device }) {
+  forward(w, _c, { ids, segments, positions, lastRows, device }) {
     let x = add(embedding(w.tokenEmbd, ids, device), embedding(w.positionEmbd!, positions, device)); // [T, d]
     w.blocks.forEach((block, l) => {
-      x = transformerBlock(x, block, w.blockConfigs[l], cache.layers[l], pos0, positions); // [T, d]
+      x = transformerBlock(x, block, w.blockConfigs[l], segments, l, positions);           // [T, d]
     });
-    if (lastOnly) x = x.sliceRows(x.rows - 1, x.rows);                              // [1, d]
-    return matmul(norm(x, w.outputNorm), w.output);                                 // [T|1, vocab]
+    if (lastRows) x = gatherRows(x, lastRows);                                     // [S, d]
+    return matmul(norm(x, w.outputNorm), w.output);                                 // [T|S, vocab]
   },
 };

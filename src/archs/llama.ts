@@ -6,7 +6,7 @@
 import { norm } from "../blocks/norm.js";
 import { transformerBlock } from "../blocks/transformerBlock.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
-import { embedding, matmul } from "../primitives/index.js";
+import { embedding, gatherRows, matmul } from "../primitives/index.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { baseConfig, ropeConfig, type ModelConfig } from "./config.js";
 import type { DecoderWeights } from "./layers.js";
@@ -17,13 +17,13 @@ import type { Architecture, ForwardInput } from "./model.js";
  *   for each layer:  x = x + Attn(norm(x)),  x = x + FFN(norm(x))
  *   logits = norm(x) Wₒᵤₜᵀ                                        [T, vocab]
  */
-export function decoderForward(w: DecoderWeights, _c: ModelConfig, { ids, cache, pos0, positions, lastOnly, device }: ForwardInput): Tensor {
+export function decoderForward(w: DecoderWeights, _c: ModelConfig, { ids, segments, positions, lastRows, device }: ForwardInput): Tensor {
   let x = embedding(w.tokenEmbd, ids, device);                                     // [T, d]
   w.blocks.forEach((block, l) => {
-    x = transformerBlock(x, block, w.blockConfigs[l], cache.layers[l], pos0, positions); // [T, d]
+    x = transformerBlock(x, block, w.blockConfigs[l], segments, l, positions);           // [T, d]
   });
-  if (lastOnly) x = x.sliceRows(x.rows - 1, x.rows);                               // [1, d]
-  return matmul(norm(x, w.outputNorm), w.output);                                  // [T|1, vocab]
+  if (lastRows) x = gatherRows(x, lastRows);                                     // [S, d]
+  return matmul(norm(x, w.outputNorm), w.output);                                  // [T|S, vocab]
 }
 
 /** The Llama hyperparameters under `<arch>.*`; other families start from these. */

@@ -1,7 +1,7 @@
 // What every language-model architecture provides, and how one is built from a config.
 
 import type { Device } from "../backends/kernels.js";
-import { KVCache } from "../blocks/kvCache.js";
+import { KVCache, type Segment } from "../blocks/kvCache.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { ModelConfig } from "./config.js";
@@ -23,16 +23,22 @@ export interface LanguageModel {
    * Returns logits [T, vocab] ("all") or [1, vocab] for the last token ("last").
    */
   forward(ids: Int32Array, cache: KVCache, logits: "all" | "last"): Tensor;
+  /**
+   * Several sequences in one pass (their rows share every matrix product): each continues its
+   * own cache. Returns the logits of each sequence's last token: [sequences, vocab].
+   */
+  forwardBatch(sequences: readonly { ids: Int32Array; cache: KVCache }[]): Tensor;
 }
 
 /** Inputs of one forward pass. */
 export interface ForwardInput {
+  /** [T] the tokens of every segment, one after another */
   ids: Int32Array;
-  cache: KVCache;
-  pos0: number;
+  segments: readonly Segment[];
+  /** [T] each token's position in its own sequence */
   positions: Int32Array;
-  /** Only the last position's logits are needed. */
-  lastOnly: boolean;
+  /** The rows whose logits are wanted (null: all of them). */
+  lastRows: number[] | null;
   device: Device;
 }
 
@@ -52,12 +58,31 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
     nVocab: config.nVocab, contextLength: config.contextLength,
     newCache: (capacity = config.contextLength) => new KVCache(config.nLayer, capacity, kvWidth),
     forward(ids, cache, logits) {
-      const T = ids.length, pos0 = cache.length;
-      cache.reserve(T);
-      const positions = Int32Array.from({ length: T }, (_, t) => pos0 + t);
-      const out = arch.forward(weights, config, { ids, cache, pos0, positions, lastOnly: logits === "last", device });
-      cache.length += T;
-      return out;
+      return run([{ ids, cache }], logits === "all");
+    },
+    forwardBatch(sequences) {
+      return run(sequences, false);
     },
   };
+
+  function run(sequences: readonly { ids: Int32Array; cache: KVCache }[], allRows: boolean): Tensor {
+    const segments: Segment[] = [];
+    let start = 0;
+    for (const { ids, cache } of sequences) {
+      if (ids.length === 0) throw new RangeError("forward: a sequence with no tokens");
+      if (segments.some((s) => s.cache === cache)) throw new RangeError("forward: two sequences share one cache");
+      cache.reserve(ids.length);
+      segments.push({ cache, start, length: ids.length, pos0: cache.length });
+      start += ids.length;
+    }
+    const ids = new Int32Array(start), positions = new Int32Array(start);
+    for (const [i, s] of segments.entries()) {
+      ids.set(sequences[i].ids, s.start);
+      for (let t = 0; t < s.length; t++) positions[s.start + t] = s.pos0 + t;
+    }
+    const lastRows = allRows ? null : segments.map((s) => s.start + s.length - 1);
+    const out = arch.forward(weights, config, { ids, segments, positions, lastRows, device });
+    for (const s of segments) s.cache.length += s.length;
+    return out;
+  }
 }

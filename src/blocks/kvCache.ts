@@ -45,3 +45,16 @@ export class KVCache {
     return this.layers.reduce((s, l) => s + l.k.byteLength + l.v.byteLength, 0);
   }
 }
+
+/**
+ * A batch's rows, sequence by sequence: rows [start, start + length) of the batch continue
+ * the sequence held in `cache` from position cache.length. One sequence for a prompt; many
+ * one-row sequences when a server steps several conversations at once.
+ */
+export interface Segment {
+  cache: KVCache;
+  start: number;
+  length: number;
+  /** Position of the segment's first row (cache.length before the forward). */
+  pos0: number;
+}

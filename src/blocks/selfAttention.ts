@@ -5,7 +5,7 @@ import type { AttentionOptions } from "../backends/kernels.js";
 import { attention, matmul, rmsNorm, rope, type RopeConfig } from "../primitives/index.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { Weight } from "../tensor/weight.js";
-import type { LayerCache } from "./kvCache.js";
+import type { Segment } from "./kvCache.js";
 
 export interface AttentionWeights {
   q: Weight; k: Weight; v: Weight; o: Weight;
@@ -25,8 +25,12 @@ export interface AttentionConfig {
   attn: AttentionOptions;
 }
 
-/** x: [T, d] at positions pos0.. → [T, d]; appends this layer's keys and values to the cache. */
-export function selfAttention(x: Tensor, w: AttentionWeights, c: AttentionConfig, cache: LayerCache, pos0: number, positions: Int32Array): Tensor {
+/**
+ * x: [T, d], the rows of one or more sequences (`segments`) at `positions` → [T, d].
+ * Each segment's keys and values go into its own cache (layer `layer`), and its queries attend
+ * to that cache only.
+ */
+export function selfAttention(x: Tensor, w: AttentionWeights, c: AttentionConfig, segments: readonly Segment[], layer: number, positions: Int32Array): Tensor {
   const T = x.rows;
   let q = matmul(x, w.q, w.qBias);                                 // [T, heads · headDim]
   let k = matmul(x, w.k, w.kBias);                                 // [T, kvHeads · headDim]
@@ -43,7 +47,12 @@ export function selfAttention(x: Tensor, w: AttentionWeights, c: AttentionConfig
     rope(q, positions, c.invFreq, c.rope);
     rope(k, positions, c.invFreq, c.rope);
   }
-  cache.write(pos0, k, v);
-  const a = attention(q, cache.k, cache.v, pos0, pos0 + T, c.kvHeads, c.attn); // [T, heads · headDim]
+  const a = q.like([T, c.heads * c.headDim]);                      // [T, heads · headDim]
+  for (const { cache, start, length, pos0 } of segments) {
+    const kv = cache.layers[layer];
+    kv.write(pos0, k.sliceRows(start, start + length), v.sliceRows(start, start + length));
+    const out = attention(q.sliceRows(start, start + length), kv.k, kv.v, pos0, pos0 + length, c.kvHeads, c.attn);
+    a.data.set(out.data, start * c.heads * c.headDim);
+  }
   return matmul(a, w.o, w.oBias);                                  // [T, d]
 }

@@ -5,7 +5,7 @@
 import { add } from "../primitives/index.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { feedForward, type FeedForwardKind, type FeedForwardWeights } from "./feedForward.js";
-import type { LayerCache } from "./kvCache.js";
+import type { Segment } from "./kvCache.js";
 import { mixtureOfExperts, type ExpertsWeights } from "./mixtureOfExperts.js";
 import { norm, type NormWeights } from "./norm.js";
 import { selfAttention, type AttentionConfig, type AttentionWeights } from "./selfAttention.js";
@@ -26,9 +26,9 @@ export interface BlockConfig {
   expertsUsed: number;
 }
 
-/** x: [T, d] at positions pos0.. → [T, d] */
-export function transformerBlock(x: Tensor, w: BlockWeights, c: BlockConfig, cache: LayerCache, pos0: number, positions: Int32Array): Tensor {
-  let h = selfAttention(norm(x, w.attnNorm), w.attn, c.attn, cache, pos0, positions);
+/** x: [T, d], rows of the sequences `segments` at `positions` → [T, d] (layer `layer`) */
+export function transformerBlock(x: Tensor, w: BlockWeights, c: BlockConfig, segments: readonly Segment[], layer: number, positions: Int32Array): Tensor {
+  let h = selfAttention(norm(x, w.attnNorm), w.attn, c.attn, segments, layer, positions);
   if (w.postAttnNorm) h = norm(h, w.postAttnNorm);
   x = add(x, h);
   const g = norm(x, w.ffnNorm);

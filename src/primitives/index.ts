@@ -7,3 +7,4 @@ export { swiglu, geglu, gelu } from "./activation.js";
 export { add } from "./arith.js";
 export { softmax, logSumExp } from "./softmax.js";
 export { scale, softcap } from "./scale.js";
+export { gatherRows } from "./gather.js";

@@ -36,10 +36,10 @@ export class Tensor {
     return new Tensor(shape, this.data, this.device);
   }
 
-  /** Rows [from, to) of a matrix-like tensor (no copy). */
+  /** Entries [from, to) along the first dimension (no copy). */
   sliceRows(from: number, to: number): Tensor {
-    const c = this.cols;
-    return new Tensor([to - from, ...this.shape.slice(1)], this.data.subarray(from * c, to * c), this.device);
+    const stride = this.data.length / this.shape[0];
+    return new Tensor([to - from, ...this.shape.slice(1)], this.data.subarray(from * stride, to * stride), this.device);
   }
 
   /** A tensor of the same shape and device. */
