@@ -2,8 +2,12 @@
 
 import { Command } from "commander";
 import { readFileSync } from "node:fs";
+import { describeCommand } from "./commands/describe.js";
 import { evalCommand } from "./commands/eval.js";
+import { fetchCommand } from "./commands/fetch.js";
 import { inferCommand } from "./commands/infer.js";
+import { installCommand } from "./commands/install.js";
+import { listCommand } from "./commands/list.js";
 import { tokenizeCommand } from "./commands/tokenize.js";
 
 export function toyVersion(): string {
@@ -17,7 +21,7 @@ export function buildProgram(): Command {
     .version(toyVersion())
     .showHelpAfterError()
     .exitOverride();
-  for (const cmd of [inferCommand(), evalCommand(), tokenizeCommand()]) {
+  for (const cmd of [installCommand(), inferCommand(), evalCommand(), tokenizeCommand(), describeCommand(), listCommand(), fetchCommand()]) {
     cmd.exitOverride().showHelpAfterError();
     program.addCommand(cmd);
   }
