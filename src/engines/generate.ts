@@ -56,13 +56,14 @@ export class Generation {
 
   constructor(private model: LanguageModel, prompt: readonly number[], private opts: GenerateOptions) {
     if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token");
-    this.cache = opts.cache ?? model.newCache();
+    // A fresh cache holds just what this generation can reach: prompt + maxTokens, at most the context.
+    this.cache = opts.cache ?? model.newCache(Math.min(model.contextLength, Math.max(prompt.length, prompt.length + opts.maxTokens)));
     // Keep what the cache already holds of this prompt; always re-read at least the last token.
     const keep = Math.min(commonPrefix(opts.cachedIds ?? [], prompt), prompt.length - 1);
     this.cache.truncate(opts.cache ? keep : 0);
     const fresh = prompt.slice(this.cache.length);
-    if (this.cache.length + fresh.length > this.cache.capacity) {
-      throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${this.cache.capacity} tokens)`);
+    if (prompt.length > Math.min(this.cache.capacity, model.contextLength)) {
+      throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${Math.min(this.cache.capacity, model.contextLength)} tokens)`);
     }
     this.sampler = new Sampler(opts.sampling);
     this.history = [...prompt];
