@@ -3,6 +3,7 @@
 import { InvalidArgumentError } from "commander";
 import { loadModelFromFile, type LanguageModel } from "../archs/index.js";
 import { selectBackend } from "../backends/index.js";
+import { UsageError } from "../errors.js";
 import { readGGUF } from "../io/gguf/reader.js";
 import { tokenizerFromMetadata, type Tokenizer } from "../io/tokenizer/index.js";
 import { resolveModelPath } from "./modelNames.js";
@@ -61,7 +62,7 @@ export function idList(value: string): number[] {
 
 export function checkIds(ids: number[], nVocab: number): void {
   const bad = ids.find((id) => id >= nVocab);
-  if (bad !== undefined) throw new InvalidArgumentError(`token id ${bad} is outside the vocabulary (0..${nVocab - 1})`);
+  if (bad !== undefined) throw new UsageError(`token id ${bad} is outside the vocabulary (0..${nVocab - 1})`);
 }
 
 export function printJson(value: unknown): void {

@@ -2,7 +2,7 @@
 // Position i describes the distribution after reading tokens 0..i; it scores token i+1.
 
 import type { LanguageModel } from "../archs/model.js";
-import { ToyError } from "../errors.js";
+import { EXIT, ToyError } from "../errors.js";
 import { logSumExp } from "../primitives/index.js";
 import { topIds } from "./sampling.js";
 
@@ -30,9 +30,9 @@ export interface ScoreOptions {
 
 /** Score `ids` from an empty cache: every token after the first. */
 export function scoreTokens(model: LanguageModel, ids: number[], opts: ScoreOptions): Scores {
-  if (ids.length === 0) throw new ToyError("nothing to evaluate: the input has no tokens");
+  if (ids.length === 0) throw new ToyError("nothing to evaluate: the input has no tokens", EXIT.usage);
   if (ids.length > model.contextLength) {
-    throw new ToyError(`the input (${ids.length} tokens) is longer than the context (${model.contextLength} tokens); use --window`);
+    throw new ToyError(`the input (${ids.length} tokens) is longer than the context (${model.contextLength} tokens); use --window`, EXIT.usage);
   }
   const cache = model.newCache(ids.length);
   const batch = opts.batch ?? 256;
@@ -63,13 +63,13 @@ export function scoreTokens(model: LanguageModel, ids: number[], opts: ScoreOpti
  * score each from an empty cache (every token after the window's first).
  */
 export function scoreWindows(model: LanguageModel, ids: number[], opts: ScoreOptions & { window: number; maxTokens?: number }): Scores {
-  if (opts.window < 2) throw new ToyError(`--window ${opts.window} is too small (at least 2)`);
+  if (opts.window < 2) throw new ToyError(`--window ${opts.window} is too small (at least 2)`, EXIT.usage);
   if (opts.window > model.contextLength) {
-    throw new ToyError(`--window ${opts.window} is larger than the model's context (${model.contextLength} tokens)`);
+    throw new ToyError(`--window ${opts.window} is larger than the model's context (${model.contextLength} tokens)`, EXIT.usage);
   }
   const kept = ids.slice(0, opts.maxTokens ?? ids.length);
   const nWindows = Math.floor(kept.length / opts.window);
-  if (nWindows === 0) throw new ToyError(`the input has ${kept.length} tokens, fewer than one window of ${opts.window}`);
+  if (nWindows === 0) throw new ToyError(`the input has ${kept.length} tokens, fewer than one window of ${opts.window}`, EXIT.usage);
   const positions: PositionScore[] = [];
   let nllSum = 0, scored = 0;
   for (let w = 0; w < nWindows; w++) {

@@ -3,7 +3,7 @@
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
-import { ToyError } from "../errors.js";
+import { EXIT, ToyError } from "../errors.js";
 import { Sampler, type SamplingOptions } from "./sampling.js";
 
 export interface GenerateOptions {
@@ -55,7 +55,7 @@ export class Generation {
   private done = false;
 
   constructor(private model: LanguageModel, prompt: readonly number[], private opts: GenerateOptions) {
-    if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token");
+    if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token", EXIT.usage);
     // A fresh cache holds just what this generation can reach: prompt + maxTokens, at most the context.
     this.cache = opts.cache ?? model.newCache(Math.min(model.contextLength, Math.max(prompt.length, prompt.length + opts.maxTokens)));
     // Keep what the cache already holds of this prompt; always re-read at least the last token.
@@ -63,7 +63,7 @@ export class Generation {
     this.cache.truncate(opts.cache ? keep : 0);
     const fresh = prompt.slice(this.cache.length);
     if (prompt.length > Math.min(this.cache.capacity, model.contextLength)) {
-      throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${Math.min(this.cache.capacity, model.contextLength)} tokens)`);
+      throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${Math.min(this.cache.capacity, model.contextLength)} tokens)`, EXIT.usage);
     }
     this.sampler = new Sampler(opts.sampling);
     this.history = [...prompt];
