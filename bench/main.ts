@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   if (typeof nlc !== "string") log(`node-llama-cpp unavailable: ${nlc.error}`);
   if (typeof lb !== "string") log(`llama-bench unavailable: ${lb.error}`);
 
-  const bandwidth = cpu.addon.readBandwidth ? cpu.addon.readBandwidth(threads) : NaN; // bytes/s
+  const bandwidth = cpu.addon.readBandwidth(threads); // bytes/s
   log(`threads ${threads}, ${reps} repetitions, read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s`);
 
   type Runs = { toy: Measurement[]; nlc: Measurement[]; lb: Measurement[] };

@@ -1,0 +1,273 @@
+// Node-API surface of the cpu backend. Every kernel takes typed arrays and works on their memory
+// directly (no copies); sizes are checked here so a wrong call throws instead of crashing.
+#define _GNU_SOURCE
+#define NAPI_VERSION 8
+#include <errno.h>
+#include <fcntl.h>
+#include <node_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "toy.h"
+
+int toy_has_avx2 = 0;
+void matmul_init(void);
+static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; // kernels share scratch memory
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+#define MAXARGS 16
+#define FAIL(...) do { char m_[4400]; snprintf(m_, sizeof m_, __VA_ARGS__); napi_throw_error(env, "TOY_NATIVE", m_); return NULL; } while (0)
+#define ARGS(n) \
+  size_t argc = MAXARGS; napi_value argv[MAXARGS]; \
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < (n)) FAIL("expected %d arguments", (int)(n))
+
+typedef struct { void *data; size_t len; napi_typedarray_type type; } arr_t;
+
+static int get_arr(napi_env env, napi_value v, napi_typedarray_type want, arr_t *a, const char *name) {
+  bool is;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is) { char m[128]; snprintf(m, sizeof m, "%s: expected a typed array", name); napi_throw_type_error(env, NULL, m); return 0; }
+  napi_value ab; size_t off;
+  napi_get_typedarray_info(env, v, &a->type, &a->len, &a->data, &ab, &off);
+  if ((int)want >= 0 && a->type != want) { char m[128]; snprintf(m, sizeof m, "%s: wrong typed array type", name); napi_throw_type_error(env, NULL, m); return 0; }
+  if (a->len > 0 && !a->data) { char m[128]; snprintf(m, sizeof m, "%s: detached buffer", name); napi_throw_error(env, NULL, m); return 0; }
+  return 1;
+}
+static int get_i64(napi_env env, napi_value v, int64_t *out, const char *name) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok || d != d || d < -9e15 || d > 9e15 || d != (double)(int64_t)d) {
+    char m[128]; snprintf(m, sizeof m, "%s: expected an integer", name); napi_throw_type_error(env, NULL, m); return 0;
+  }
+  *out = (int64_t)d;
+  return 1;
+}
+static int get_f32(napi_env env, napi_value v, float *out, const char *name) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok) { char m[128]; snprintf(m, sizeof m, "%s: expected a number", name); napi_throw_type_error(env, NULL, m); return 0; }
+  *out = (float)d;
+  return 1;
+}
+#define F32A(i, a) arr_t a; if (!get_arr(env, argv[i], napi_float32_array, &a, #a)) return NULL
+#define I32A(i, a) arr_t a; if (!get_arr(env, argv[i], napi_int32_array, &a, #a)) return NULL
+#define BYTES(i, a) arr_t a; if (!get_arr(env, argv[i], napi_uint8_array, &a, #a)) return NULL
+#define INT(i, x) int64_t x; if (!get_i64(env, argv[i], &x, #x)) return NULL
+#define FLT(i, x) float x; if (!get_f32(env, argv[i], &x, #x)) return NULL
+#define NEED(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
+#define LOCKED(stmt) do { pthread_mutex_lock(&call_mu); stmt; pthread_mutex_unlock(&call_mu); } while (0)
+
+// matmul(x, wBytes, type, rows, cols, T, out)
+static napi_value js_matmul(napi_env env, napi_callback_info info) {
+  ARGS(7);
+  F32A(0, x); BYTES(1, w); INT(2, type); INT(3, rows); INT(4, cols); INT(5, T); F32A(6, out);
+  const size_t rb = row_bytes((int)type, cols);
+  NEED(rb, "matmul: unsupported weight type %lld or cols %lld", (long long)type, (long long)cols);
+  NEED(rows > 0 && T >= 0, "matmul: bad shape");
+  NEED(w.len >= rb * (size_t)rows, "matmul: weight has %zu bytes, needs %zu", w.len, rb * (size_t)rows);
+  NEED(x.len >= (size_t)(T * cols), "matmul: x has %zu values, needs %lld", x.len, (long long)(T * cols));
+  NEED(out.len >= (size_t)(T * rows), "matmul: out has %zu values, needs %lld", out.len, (long long)(T * rows));
+  LOCKED(k_matmul(x.data, w.data, (int)type, rows, cols, T, out.data));
+  return NULL;
+}
+
+// getRows(wBytes, type, rows, cols, ids, out)
+static napi_value js_get_rows(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  BYTES(0, w); INT(1, type); INT(2, rows); INT(3, cols); I32A(4, ids); F32A(5, out);
+  const size_t rb = row_bytes((int)type, cols);
+  NEED(rb, "getRows: unsupported weight type %lld or cols %lld", (long long)type, (long long)cols);
+  NEED(w.len >= rb * (size_t)rows, "getRows: weight too small");
+  NEED(out.len >= ids.len * (size_t)cols, "getRows: out too small");
+  const int32_t *id = ids.data;
+  for (size_t i = 0; i < ids.len; i++) NEED(id[i] >= 0 && id[i] < rows, "getRows: id %d out of range [0, %lld)", id[i], (long long)rows);
+  LOCKED(k_get_rows(w.data, (int)type, rows, cols, ids.data, (int64_t)ids.len, out.data));
+  return NULL;
+}
+
+// rmsNorm(x, weight, rows, n, eps, out)
+static napi_value js_rms_norm(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  F32A(0, x); F32A(1, w); INT(2, rows); INT(3, n); FLT(4, eps); F32A(5, out);
+  NEED(rows >= 0 && n > 0 && x.len >= (size_t)(rows * n) && out.len >= (size_t)(rows * n) && w.len >= (size_t)n, "rmsNorm: bad sizes");
+  LOCKED(k_rms_norm(x.data, w.data, rows, n, eps, out.data));
+  return NULL;
+}
+
+// layerNorm(x, weight, bias|null, rows, n, eps, out)
+static napi_value js_layer_norm(napi_env env, napi_callback_info info) {
+  ARGS(7);
+  F32A(0, x); F32A(1, w);
+  napi_valuetype bt; napi_typeof(env, argv[2], &bt);
+  arr_t b = { NULL, 0, 0 };
+  if (bt != napi_null && bt != napi_undefined && !get_arr(env, argv[2], napi_float32_array, &b, "bias")) return NULL;
+  INT(3, rows); INT(4, n); FLT(5, eps); F32A(6, out);
+  NEED(rows >= 0 && n > 0 && x.len >= (size_t)(rows * n) && out.len >= (size_t)(rows * n) && w.len >= (size_t)n, "layerNorm: bad sizes");
+  NEED(!b.data || b.len >= (size_t)n, "layerNorm: bias too small");
+  LOCKED(k_layer_norm(x.data, w.data, b.data, rows, n, eps, out.data));
+  return NULL;
+}
+
+// rope(x, T, nHeads, headDim, ropeDims, positions, invFreq, neox)
+static napi_value js_rope(napi_env env, napi_callback_info info) {
+  ARGS(8);
+  F32A(0, x); INT(1, T); INT(2, nHeads); INT(3, headDim); INT(4, ropeDims); I32A(5, pos); F32A(6, invFreq); INT(7, neox);
+  NEED(T >= 0 && nHeads > 0 && headDim > 0 && ropeDims >= 0 && ropeDims <= headDim && ropeDims % 2 == 0 && ropeDims <= 2048, "rope: bad shape");
+  NEED(x.len >= (size_t)(T * nHeads * headDim) && pos.len >= (size_t)T && invFreq.len >= (size_t)(ropeDims / 2), "rope: bad sizes");
+  LOCKED(k_rope(x.data, T, nHeads, headDim, ropeDims, pos.data, invFreq.data, (int)neox));
+  return NULL;
+}
+
+// attention(q, k, v, T, pos0, nKeys, nHeads, nKVHeads, headDim, scale, softcap, window, causal, out)
+static napi_value js_attention(napi_env env, napi_callback_info info) {
+  ARGS(14);
+  F32A(0, q); F32A(1, k); F32A(2, v); INT(3, T); INT(4, pos0); INT(5, nKeys); INT(6, nHeads); INT(7, nKV); INT(8, headDim);
+  FLT(9, scale); FLT(10, softcap); INT(11, window); INT(12, causal); F32A(13, out);
+  NEED(T >= 0 && nKeys >= 0 && nHeads > 0 && nKV > 0 && nHeads % nKV == 0 && headDim > 0 && pos0 >= 0, "attention: bad shape");
+  NEED(q.len >= (size_t)(T * nHeads * headDim) && out.len >= (size_t)(T * nHeads * headDim), "attention: q/out too small");
+  NEED(k.len >= (size_t)(nKeys * nKV * headDim) && v.len >= (size_t)(nKeys * nKV * headDim), "attention: k/v too small");
+  LOCKED(k_attention(q.data, k.data, v.data, T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, (int)causal, out.data));
+  return NULL;
+}
+
+static napi_value binary(napi_env env, napi_callback_info info, int op) {
+  ARGS(3);
+  F32A(0, a); F32A(1, b); F32A(2, out);
+  NEED(a.len >= out.len && b.len >= out.len, "elementwise: inputs shorter than out");
+  LOCKED(if (op == 0) k_swiglu(a.data, b.data, out.data, out.len);
+         else if (op == 1) k_geglu(a.data, b.data, out.data, out.len);
+         else k_add(a.data, b.data, out.data, out.len));
+  return NULL;
+}
+static napi_value js_swiglu(napi_env env, napi_callback_info info) { return binary(env, info, 0); }
+static napi_value js_geglu(napi_env env, napi_callback_info info) { return binary(env, info, 1); }
+static napi_value js_add(napi_env env, napi_callback_info info) { return binary(env, info, 2); }
+
+static napi_value js_gelu(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  F32A(0, x); F32A(1, out);
+  NEED(x.len >= out.len, "gelu: x shorter than out");
+  LOCKED(k_gelu(x.data, out.data, out.len));
+  return NULL;
+}
+
+static napi_value js_softmax(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  F32A(0, x); INT(1, rows); INT(2, n);
+  NEED(rows >= 0 && n > 0 && x.len >= (size_t)(rows * n), "softmax: bad sizes");
+  LOCKED(k_softmax(x.data, rows, n));
+  return NULL;
+}
+
+// dequantizeRows(wBytes, type, rows, cols, out): every row (for tests and conversions).
+static napi_value js_dequantize(napi_env env, napi_callback_info info) {
+  ARGS(5);
+  BYTES(0, w); INT(1, type); INT(2, rows); INT(3, cols); F32A(4, out);
+  const size_t rb = row_bytes((int)type, cols);
+  NEED(rb && w.len >= rb * (size_t)rows && out.len >= (size_t)(rows * cols), "dequantize: bad sizes or type");
+  for (int64_t r = 0; r < rows; r++) dequantize_row((int)type, (const uint8_t *)w.data + r * rb, (float *)out.data + r * cols, cols);
+  return NULL;
+}
+
+// mapFile(path): the file's bytes, memory-mapped (private copy-on-write, so a stray write never
+// reaches the file); unmapped when the ArrayBuffer is collected.
+static void unmap(napi_env env, void *data, void *hint) { (void)env; munmap(data, (size_t)hint); }
+
+static napi_value js_map_file(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  char path[4096]; size_t plen;
+  if (napi_get_value_string_utf8(env, argv[0], path, sizeof path, &plen) != napi_ok) FAIL("mapFile: expected a path string");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) FAIL("mapFile: cannot open %s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) { int e = errno; close(fd); FAIL("mapFile: cannot stat %s: %s", path, strerror(e)); }
+  size_t len = (size_t)st.st_size;
+  napi_value ab, arr;
+  if (len == 0) {
+    close(fd);
+    void *d;
+    napi_create_arraybuffer(env, 0, &d, &ab);
+  } else {
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) FAIL("mapFile: cannot map %s: %s", path, strerror(e));
+    if (napi_create_external_arraybuffer(env, p, len, unmap, (void *)len, &ab) != napi_ok) {
+      munmap(p, len);
+      FAIL("mapFile: external array buffers are not allowed in this runtime");
+    }
+  }
+  napi_create_typedarray(env, napi_uint8_array, len, ab, 0, &arr);
+  return arr;
+}
+
+static napi_value js_set_threads(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  INT(0, n);
+  NEED(n >= 1 && n <= 256, "setThreads: n must be in [1, 256]");
+  LOCKED(pool_set_threads((int)n));
+  return NULL;
+}
+
+static napi_value js_info(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value o, s, t;
+  napi_create_object(env, &o);
+  napi_create_string_utf8(env, toy_has_avx2 ? "avx2" : "scalar", NAPI_AUTO_LENGTH, &s);
+  napi_create_int32(env, pool_threads(), &t);
+  napi_set_named_property(env, o, "simd", s);
+  napi_set_named_property(env, o, "threads", t);
+  return o;
+}
+
+static napi_value js_row_bytes(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  INT(0, type); INT(1, cols);
+  napi_value r;
+  napi_create_double(env, (double)row_bytes((int)type, cols), &r);
+  return r;
+}
+
+double toy_read_bandwidth(int threads);
+
+static napi_value js_read_bandwidth(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  INT(0, threads);
+  napi_value r;
+  napi_create_double(env, toy_read_bandwidth((int)threads), &r);
+  return r;
+}
+
+static int default_threads(void) {
+  const char *s = getenv("TOY_THREADS");
+  if (s && atoi(s) > 0) return atoi(s);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+static void init_once(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  toy_has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const char *f = getenv("TOY_SIMD");
+  if (f && !strcmp(f, "scalar")) toy_has_avx2 = 0;
+#endif
+  matmul_init();
+  pool_init(default_threads());
+}
+
+NAPI_MODULE_INIT() {
+  pthread_once(&once, init_once);
+  napi_property_descriptor props[] = {
+#define FN(name, f) { name, NULL, f, NULL, NULL, NULL, napi_default, NULL }
+    FN("matmul", js_matmul), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("layerNorm", js_layer_norm),
+    FN("rope", js_rope), FN("attention", js_attention), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
+    FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("dequantize", js_dequantize),
+    FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),
+    FN("readBandwidth", js_read_bandwidth),
+#undef FN
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}

@@ -1,0 +1,53 @@
+// Memory read bandwidth of this machine: each thread streams its own 64 MiB buffer (far past
+// the caches) a few times. The benchmark divides it by a model's weight bytes per token to get
+// the bound on generation speed.
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct { const uint64_t *p; size_t n; int reps; uint64_t sum; } stream_job;
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+__attribute__((target("avx2")))
+static void *stream_read(void *arg) {
+  stream_job *j = arg;
+  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  for (int r = 0; r < j->reps; r++)
+    for (size_t i = 0; i < j->n; i += 4) { a0 += j->p[i]; a1 += j->p[i + 1]; a2 += j->p[i + 2]; a3 += j->p[i + 3]; }
+  j->sum = a0 + a1 + a2 + a3;
+  return NULL;
+}
+
+/** Bytes per second read by `threads` threads together (best of three passes). */
+double toy_read_bandwidth(int threads) {
+  if (threads < 1) threads = 1;
+  if (threads > 64) threads = 64;
+  const size_t bytes = (size_t)64 << 20, n = bytes / sizeof(uint64_t);
+  stream_job jobs[64];
+  pthread_t th[64];
+  for (int t = 0; t < threads; t++) {
+    uint64_t *p = aligned_alloc(64, bytes);
+    if (!p) { for (int u = 0; u < t; u++) free((void *)jobs[u].p); return 0; }
+    memset(p, t + 1, bytes);
+    jobs[t] = (stream_job){ p, n, 2, 0 };
+  }
+  double best = 0;
+  for (int pass = 0; pass < 3; pass++) {
+    double t0 = seconds();
+    for (int t = 1; t < threads; t++) pthread_create(&th[t], NULL, stream_read, &jobs[t]);
+    stream_read(&jobs[0]);
+    for (int t = 1; t < threads; t++) pthread_join(th[t], NULL);
+    double bw = (double)threads * bytes * jobs[0].reps / (seconds() - t0);
+    if (bw > best) best = bw;
+  }
+  for (int t = 0; t < threads; t++) free((void *)jobs[t].p);
+  return best;
+}

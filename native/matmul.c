@@ -1,0 +1,111 @@
+// matmul and getRows over stored (possibly quantized) weights. See matmul_impl.h for the math.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#else
+#define HAVE_X86 0
+#endif
+#include "toy.h"
+#include "quants.h"
+
+enum { KIND_F, KIND_U, KIND_US, KIND_S };
+#define ROW_BLOCK 16 // weight rows decoded together, then multiplied with every activation row
+
+typedef struct { uint8_t *q; int16_t *sc; float *D; float *M; float *f; } wrow_t;
+typedef struct { int8_t *q; float *dx; float *fs; } xrow_t;
+typedef struct {
+  const float *x; const uint8_t *w; int type, kind; int64_t rows, cols, T; size_t rb;
+  float *out; uint8_t *xq; size_t xstride;
+} mm_t;
+
+static inline xrow_t xrow_at(const mm_t *m, int64_t t) {
+  uint8_t *base = m->xq + t * m->xstride;
+  float *dx = (float *)(base + m->cols);
+  xrow_t r = { (int8_t *)base, dx, dx + m->cols / 32 };
+  return r;
+}
+
+static float f16_table[65536];
+static void init_f16_table(void) {
+  for (int i = 0; i < 65536; i++) f16_table[i] = f16_to_f32((uint16_t)i);
+}
+
+#define IMPL_AVX2 0
+#define NAME(f) f##_generic
+#include "matmul_impl.h"
+#undef IMPL_AVX2
+#undef NAME
+
+#if HAVE_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+static inline float hsum_f32_avx2(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+static inline int32_t hsum_i32_avx2(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+#define IMPL_AVX2 1
+#define NAME(f) f##_avx2
+#include "matmul_impl.h"
+#undef IMPL_AVX2
+#undef NAME
+#pragma GCC pop_options
+#endif
+
+void matmul_init(void) { init_f16_table(); }
+
+static int kind_of(int type) {
+  switch (type) {
+    case T_F32: case T_F16: case T_BF16: return KIND_F;
+    case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: return KIND_U;
+    case T_Q8_0: return KIND_S;
+    default: return KIND_US;
+  }
+}
+
+void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out) {
+  mm_t m = { x, w, type, kind_of(type), rows, cols, T, row_bytes(type, cols), out, NULL, 0 };
+  if (T <= 0 || rows <= 0) return;
+#if HAVE_X86
+  const int avx2 = toy_has_avx2;
+  toy_chunk_fn quantize = avx2 ? quantize_chunk_avx2 : quantize_chunk_generic;
+  toy_chunk_fn dot = avx2 ? matmul_chunk_avx2 : matmul_chunk_generic;
+#else
+  toy_chunk_fn quantize = quantize_chunk_generic, dot = matmul_chunk_generic;
+#endif
+  if (m.kind != KIND_F) { // the activation rows, quantized once
+    const int64_t nu = cols / 32;
+    m.xstride = (cols + 12 * nu + 63) & ~(size_t)63;
+    m.xq = pool_scratch(0, 3, m.xstride * T);
+    if (T * cols < 16384) for (int64_t t = 0; t < T; t++) quantize(&m, t, 0);
+    else pool_for(quantize, &m, T);
+  }
+  const int64_t nblocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+  if (rows * cols * T < 32768) for (int64_t b = 0; b < nblocks; b++) dot(&m, b, 0);
+  else pool_for(dot, &m, nblocks);
+}
+
+typedef struct { const uint8_t *w; int type; int64_t cols; size_t rb; const int32_t *ids; int64_t n; float *out; } gr_t;
+
+static void get_rows_chunk(void *p, int64_t i, int ith) {
+  (void)ith;
+  const gr_t *g = p;
+  dequantize_row(g->type, g->w + (int64_t)g->ids[i] * g->rb, g->out + i * g->cols, g->cols);
+}
+
+void k_get_rows(const uint8_t *w, int type, int64_t rows, int64_t cols, const int32_t *ids, int64_t n, float *out) {
+  (void)rows;
+  gr_t g = { w, type, cols, row_bytes(type, cols), ids, n, out };
+  if (n * cols < 65536) for (int64_t i = 0; i < n; i++) get_rows_chunk(&g, i, 0);
+  else pool_for(get_rows_chunk, &g, n);
+}

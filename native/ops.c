@@ -1,0 +1,153 @@
+// Norms, RoPE, attention and elementwise kernels (bodies in ops_impl.h).
+#include <math.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#else
+#define HAVE_X86 0
+#endif
+#include "toy.h"
+
+typedef struct {
+  const float *q, *k, *v; int64_t T, pos0, nKeys, nHeads, nKV, headDim; float scale, softcap; int64_t window; int causal;
+  float *out;
+} att_t;
+
+#define IMPL_AVX2 0
+#define NAME(f) f##_generic
+#include "ops_impl.h"
+#undef IMPL_AVX2
+#undef NAME
+
+#if HAVE_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+static inline float hsum_f32_avx2(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#define IMPL_AVX2 1
+#define NAME(f) f##_avx2
+#include "ops_impl.h"
+#undef IMPL_AVX2
+#undef NAME
+#pragma GCC pop_options
+#define PICK(f) (toy_has_avx2 ? f##_avx2 : f##_generic)
+#else
+#define PICK(f) f##_generic
+#endif
+
+// Elementwise ops split into fixed chunks when large (each element is computed once either way).
+#define CHUNK 16384
+typedef struct { const float *a, *b; float *o; int64_t n; int op; } ew_t;
+enum { EW_SWIGLU, EW_GEGLU, EW_GELU, EW_ADD };
+
+static void ew_range(const ew_t *e, int64_t i0, int64_t i1) {
+  const int64_t n = i1 - i0;
+  switch (e->op) {
+    case EW_SWIGLU: PICK(swiglu)(e->a + i0, e->b + i0, e->o + i0, n); break;
+    case EW_GEGLU: PICK(geglu)(e->a + i0, e->b + i0, e->o + i0, n); break;
+    case EW_GELU: PICK(gelu)(e->a + i0, e->o + i0, n); break;
+    case EW_ADD: PICK(add)(e->a + i0, e->b + i0, e->o + i0, n); break;
+  }
+}
+static void ew_chunk(void *p, int64_t c, int ith) {
+  (void)ith;
+  const ew_t *e = p;
+  ew_range(e, c * CHUNK, c * CHUNK + CHUNK < e->n ? c * CHUNK + CHUNK : e->n);
+}
+static void ew_run(const float *a, const float *b, float *o, int64_t n, int op) {
+  ew_t e = { a, b, o, n, op };
+  if (n <= 2 * CHUNK) { ew_range(&e, 0, n); return; }
+  pool_for(ew_chunk, &e, (n + CHUNK - 1) / CHUNK);
+}
+void k_swiglu(const float *g, const float *u, float *o, int64_t n) { ew_run(g, u, o, n, EW_SWIGLU); }
+void k_geglu(const float *g, const float *u, float *o, int64_t n) { ew_run(g, u, o, n, EW_GEGLU); }
+void k_gelu(const float *x, float *o, int64_t n) { ew_run(x, NULL, o, n, EW_GELU); }
+void k_add(const float *a, const float *b, float *o, int64_t n) { ew_run(a, b, o, n, EW_ADD); }
+
+// Row-wise ops (norms, softmax) split by rows.
+typedef struct { const float *x, *w, *b; float *o; float *xm; int64_t rows, n; float eps; int op; } rw_t;
+enum { RW_RMS, RW_LN, RW_SOFTMAX };
+static void rw_chunk(void *p, int64_t i, int ith) {
+  (void)ith;
+  const rw_t *r = p;
+  {
+    switch (r->op) {
+      case RW_RMS: PICK(rms_norm_row)(r->x + i * r->n, r->w, r->n, r->eps, r->o + i * r->n); break;
+      case RW_LN: PICK(layer_norm_row)(r->x + i * r->n, r->w, r->b, r->n, r->eps, r->o + i * r->n); break;
+      case RW_SOFTMAX: PICK(softmax_row)(r->xm + i * r->n, r->n); break;
+    }
+  }
+}
+static void rw_run(rw_t *r) {
+  if (r->rows * r->n < 32768) for (int64_t i = 0; i < r->rows; i++) rw_chunk(r, i, 0);
+  else pool_for(rw_chunk, r, r->rows);
+}
+void k_rms_norm(const float *x, const float *w, int64_t rows, int64_t n, float eps, float *out) {
+  rw_t r = { x, w, NULL, out, NULL, rows, n, eps, RW_RMS };
+  rw_run(&r);
+}
+void k_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps, float *out) {
+  rw_t r = { x, w, b, out, NULL, rows, n, eps, RW_LN };
+  rw_run(&r);
+}
+void k_softmax(float *x, int64_t rows, int64_t n) {
+  rw_t r = { NULL, NULL, NULL, NULL, x, rows, n, 0, RW_SOFTMAX };
+  rw_run(&r);
+}
+
+// RoPE. cos/sin are computed in double (angles reach thousands of radians) once per position
+// and reused for every head; the table of the last single position is kept (decode calls rope
+// for q and then k at the same position in every layer).
+#define ROPE_MAX_HALF 1024
+static struct { int valid; int32_t pos; int64_t half; float inv[ROPE_MAX_HALF]; float c[ROPE_MAX_HALF], s[ROPE_MAX_HALF]; } rope_cache;
+
+static void rope_table(int32_t p, const float *invFreq, int64_t half, float *c, float *s) {
+  for (int64_t i = 0; i < half; i++) {
+    const double a = (double)p * (double)invFreq[i];
+    c[i] = (float)cos(a);
+    s[i] = (float)sin(a);
+  }
+}
+
+void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDims, const int32_t *pos, const float *invFreq, int neox) {
+  const int64_t half = ropeDims / 2;
+  if (half > ROPE_MAX_HALF) return; // checked by the caller
+  float c[ROPE_MAX_HALF], s[ROPE_MAX_HALF];
+  for (int64_t t = 0; t < T; t++) {
+    const float *cc = c, *ss = s;
+    if (rope_cache.valid && rope_cache.pos == pos[t] && rope_cache.half == half && !memcmp(rope_cache.inv, invFreq, half * sizeof(float))) {
+      cc = rope_cache.c; ss = rope_cache.s;
+    } else if (T == 1) {
+      rope_table(pos[t], invFreq, half, rope_cache.c, rope_cache.s);
+      memcpy(rope_cache.inv, invFreq, half * sizeof(float));
+      rope_cache.pos = pos[t]; rope_cache.half = half; rope_cache.valid = 1;
+      cc = rope_cache.c; ss = rope_cache.s;
+    } else {
+      rope_table(pos[t], invFreq, half, c, s);
+    }
+    for (int64_t h = 0; h < nHeads; h++) {
+      float *o = x + (t * nHeads + h) * headDim;
+      for (int64_t i = 0; i < half; i++) {
+        const int64_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        const float x0 = o[a], x1 = o[b];
+        o[a] = x0 * cc[i] - x1 * ss[i];
+        o[b] = x0 * ss[i] + x1 * cc[i];
+      }
+    }
+  }
+}
+
+void k_attention(const float *q, const float *k, const float *v, int64_t T, int64_t pos0, int64_t nKeys, int64_t nHeads,
+                 int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out) {
+  att_t a = { q, k, v, T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, causal, out };
+  const int64_t items = T * nHeads;
+  const int64_t work = items * nKeys * headDim;
+  const toy_chunk_fn fn = PICK(attention_chunk);
+  if (work < 32768) for (int64_t i = 0; i < items; i++) fn(&a, i, 0);
+  else pool_for(fn, &a, items);
+}

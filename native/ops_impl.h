@@ -1,0 +1,189 @@
+// Norms, RoPE, attention and elementwise kernels, compiled twice by ops.c (portable / AVX2).
+
+#if IMPL_AVX2
+// e^x for 8 floats: x = n·ln2 + r, |r| <= ln2/2, e^r by its degree-6 Taylor polynomial (~1 ulp).
+static inline __m256 vexp(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+static inline __m256 vsilu(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(x, _mm256_add_ps(one, vexp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+static inline __m256 vgelu(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f), sgn = _mm256_set1_ps(-0.0f);
+  const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+  const __m256 y = _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, x));
+  const __m256 ay = _mm256_andnot_ps(sgn, y);
+  const __m256 e = vexp(_mm256_mul_ps(_mm256_set1_ps(-2.0f), ay));
+  __m256 th = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+  th = _mm256_or_ps(th, _mm256_and_ps(sgn, y));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(one, th));
+}
+#endif
+
+static inline float NAME(silu1)(float x) { return x / (1.0f + expf(-x)); }
+static inline float NAME(gelu1)(float x) {
+  const float y = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(y));
+}
+
+static void NAME(swiglu)(const float *g, const float *u, float *o, int64_t n) {
+  int64_t i = 0;
+#if IMPL_AVX2
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(vsilu(_mm256_loadu_ps(g + i)), _mm256_loadu_ps(u + i)));
+#endif
+  for (; i < n; i++) o[i] = NAME(silu1)(g[i]) * u[i];
+}
+static void NAME(geglu)(const float *g, const float *u, float *o, int64_t n) {
+  int64_t i = 0;
+#if IMPL_AVX2
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(vgelu(_mm256_loadu_ps(g + i)), _mm256_loadu_ps(u + i)));
+#endif
+  for (; i < n; i++) o[i] = NAME(gelu1)(g[i]) * u[i];
+}
+static void NAME(gelu)(const float *x, float *o, int64_t n) {
+  int64_t i = 0;
+#if IMPL_AVX2
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, vgelu(_mm256_loadu_ps(x + i)));
+#endif
+  for (; i < n; i++) o[i] = NAME(gelu1)(x[i]);
+}
+static void NAME(add)(const float *a, const float *b, float *o, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i];
+}
+
+static inline float NAME(dot)(const float *a, const float *b, int64_t n) {
+  int64_t i = 0;
+  float s = 0.0f;
+#if IMPL_AVX2
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  s = hsum_f32_avx2(_mm256_add_ps(acc0, acc1));
+#endif
+  for (; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+// Softmax of one row in place: e^(x - max) / Σ.
+static void NAME(softmax_row)(float *x, int64_t n) {
+  float max = -INFINITY;
+  for (int64_t i = 0; i < n; i++) if (x[i] > max) max = x[i];
+  int64_t i = 0;
+  float sum = 0.0f;
+#if IMPL_AVX2
+  __m256 acc = _mm256_setzero_ps();
+  const __m256 mv = _mm256_set1_ps(max);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+    _mm256_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  sum = hsum_f32_avx2(acc);
+#endif
+  for (; i < n; i++) { x[i] = expf(x[i] - max); sum += x[i]; }
+  const float inv = 1.0f / sum;
+  for (i = 0; i < n; i++) x[i] *= inv;
+}
+
+static void NAME(rms_norm_row)(const float *x, const float *w, int64_t n, float eps, float *o) {
+  int64_t i = 0;
+  float ss = 0.0f;
+#if IMPL_AVX2
+  __m256 acc = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) { const __m256 v = _mm256_loadu_ps(x + i); acc = _mm256_fmadd_ps(v, v, acc); }
+  ss = hsum_f32_avx2(acc);
+#endif
+  for (; i < n; i++) ss += x[i] * x[i];
+  const float scale = (float)(1.0 / sqrt((double)ss / (double)n + (double)eps));
+  for (i = 0; i < n; i++) o[i] = x[i] * scale * w[i];
+}
+
+static void NAME(layer_norm_row)(const float *x, const float *w, const float *b, int64_t n, float eps, float *o) {
+  int64_t i = 0;
+  float s = 0.0f;
+#if IMPL_AVX2
+  __m256 acc = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + i));
+  s = hsum_f32_avx2(acc);
+#endif
+  for (; i < n; i++) s += x[i];
+  const float mean = s / (float)n;
+  float vs = 0.0f;
+  i = 0;
+#if IMPL_AVX2
+  __m256 acc2 = _mm256_setzero_ps();
+  const __m256 mv = _mm256_set1_ps(mean);
+  for (; i + 8 <= n; i += 8) { const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), mv); acc2 = _mm256_fmadd_ps(d, d, acc2); }
+  vs = hsum_f32_avx2(acc2);
+#endif
+  for (; i < n; i++) vs += (x[i] - mean) * (x[i] - mean);
+  const float scale = (float)(1.0 / sqrt((double)vs / (double)n + (double)eps));
+  for (i = 0; i < n; i++) o[i] = (x[i] - mean) * scale * w[i] + (b ? b[i] : 0.0f);
+}
+
+// One (query, head) of attention: scores over the visible keys, softmax, weighted sum of values.
+static void NAME(attend)(const att_t *a, int64_t item, float *scores) {
+  const int64_t t = item / a->nHeads, h = item % a->nHeads, hd = a->headDim;
+  const int64_t p = a->pos0 + t;
+  const int64_t last = a->causal ? (p < a->nKeys - 1 ? p : a->nKeys - 1) : a->nKeys - 1;
+  const int64_t first = a->window > 0 ? (p - a->window + 1 > 0 ? p - a->window + 1 : 0) : 0;
+  const int64_t kvStride = a->nKV * hd, kvo = (h / (a->nHeads / a->nKV)) * hd;
+  const float *q = a->q + (t * a->nHeads + h) * hd;
+  float *o = a->out + (t * a->nHeads + h) * hd;
+  for (int64_t i = 0; i < hd; i++) o[i] = 0.0f;
+  if (last < first) return;
+  const int64_t n = last - first + 1;
+  float max = -INFINITY;
+  for (int64_t j = 0; j < n; j++) {
+    float s = NAME(dot)(q, a->k + (first + j) * kvStride + kvo, hd) * a->scale;
+    if (a->softcap > 0) s = a->softcap * tanhf(s / a->softcap);
+    scores[j] = s;
+    if (s > max) max = s;
+  }
+  float sum = 0.0f;
+  int64_t j = 0;
+#if IMPL_AVX2
+  __m256 acc = _mm256_setzero_ps();
+  const __m256 mv = _mm256_set1_ps(max);
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), mv));
+    _mm256_storeu_ps(scores + j, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  sum = hsum_f32_avx2(acc);
+#endif
+  for (; j < n; j++) { scores[j] = expf(scores[j] - max); sum += scores[j]; }
+  for (j = 0; j < n; j++) {
+    const float *v = a->v + (first + j) * kvStride + kvo;
+    const float e = scores[j];
+    int64_t i = 0;
+#if IMPL_AVX2
+    const __m256 ev = _mm256_set1_ps(e);
+    for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(o + i, _mm256_fmadd_ps(ev, _mm256_loadu_ps(v + i), _mm256_loadu_ps(o + i)));
+#endif
+    for (; i < hd; i++) o[i] += e * v[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < hd; i++) o[i] *= inv;
+}
+
+static void NAME(attention_chunk)(void *p, int64_t item, int ith) {
+  const att_t *a = p;
+  NAME(attend)(a, item, pool_scratch(ith, 1, (a->nKeys + 8) * sizeof(float)));
+}

@@ -1,0 +1,71 @@
+// toy native cpu backend: shared declarations.
+#ifndef TOY_H
+#define TOY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TOY_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TOY_INLINE static inline __attribute__((always_inline))
+
+// ggml type ids (ggml.h).
+enum {
+  T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,
+  T_Q2_K = 10, T_Q3_K = 11, T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30,
+};
+
+// --- cpu features (set once at load) ---
+extern int toy_has_avx2; // avx2 + fma + f16c
+
+// --- thread pool (pool.c) ---
+/** fn(ctx, chunk, ith): compute one chunk; ith (< pool size) names the thread, for scratch memory. */
+typedef void (*toy_chunk_fn)(void *ctx, int64_t chunk, int ith);
+void pool_init(int nthreads);
+int pool_threads(void);
+void pool_set_threads(int n);
+/** Runs fn for every chunk < nchunks on the pool's threads; returns when all are done. */
+void pool_for(toy_chunk_fn fn, void *ctx, int64_t nchunks);
+/** Per-thread scratch memory (64-byte aligned, grows, kept between calls). slot < 4. */
+void *pool_scratch(int ith, int slot, size_t bytes);
+
+// --- quantized types (quants.c) ---
+/** Bytes of one row of `cols` values of `type`; 0 when the type is unknown or cols is not a multiple of its block. */
+size_t row_bytes(int type, int64_t cols);
+int type_supported(int type);
+void dequantize_row(int type, const void *row, float *out, int64_t cols);
+
+// --- kernels ---
+void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out);
+void k_get_rows(const uint8_t *w, int type, int64_t rows, int64_t cols, const int32_t *ids, int64_t n, float *out);
+void k_rms_norm(const float *x, const float *w, int64_t rows, int64_t n, float eps, float *out);
+void k_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps, float *out);
+void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDims, const int32_t *pos, const float *invFreq, int neox);
+void k_attention(const float *q, const float *k, const float *v, int64_t T, int64_t pos0, int64_t nKeys, int64_t nHeads,
+                 int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out);
+void k_swiglu(const float *g, const float *u, float *out, int64_t n);
+void k_geglu(const float *g, const float *u, float *out, int64_t n);
+void k_gelu(const float *x, float *out, int64_t n);
+void k_add(const float *a, const float *b, float *out, int64_t n);
+void k_softmax(float *x, int64_t rows, int64_t n);
+
+// --- half floats ---
+static inline float f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (man == 0) bits = sign;
+    else { // subnormal: normalize
+      int e = -1;
+      do { man <<= 1; e++; } while (!(man & 0x400));
+      bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+  } else if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
+  else bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  union { uint32_t u; float f; } v = { bits };
+  return v.f;
+}
+static inline float bf16_to_f32(uint16_t h) {
+  union { uint32_t u; float f; } v = { (uint32_t)h << 16 };
+  return v.f;
+}
+
+#endif

@@ -1,0 +1,67 @@
+// The `cpu` backend: C kernels (SIMD, a thread pool, integer dot products for every GGUF type)
+// behind a Node-API addon. Loading never throws: without the addon, callers get the reason and
+// stay on the `ts` backend.
+
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import type { Kernels } from "../kernels.js";
+import type { NativeAddon } from "./native.js";
+
+export type { NativeAddon } from "./native.js";
+export { selfTest, type SelfTestResult } from "./selftest.js";
+
+export interface CpuBackend {
+  kernels: Kernels;
+  info: { simd: string; threads: number };
+  /** The file's bytes, memory-mapped (no copy; unmapped when garbage-collected). */
+  mapFile(path: string): Uint8Array;
+  /** Resize the thread pool (results do not depend on it). */
+  setThreads(n: number): void;
+  addon: NativeAddon;
+}
+
+/** dist/src/backends/cpu/index.js → <root>/build/Release/toy_native.node */
+export const ADDON_PATH = fileURLToPath(new URL("../../../../build/Release/toy_native.node", import.meta.url));
+
+let cached: CpuBackend | { error: string } | undefined;
+
+export function loadCpuBackend(): CpuBackend | { error: string } {
+  if (cached) return cached;
+  if (!existsSync(ADDON_PATH)) return (cached = { error: `native addon not built (${ADDON_PATH} missing; run npm run build:native)` });
+  let addon: NativeAddon;
+  try {
+    addon = createRequire(import.meta.url)(ADDON_PATH) as NativeAddon;
+    if (typeof addon.matmul !== "function" || typeof addon.info !== "function") return (cached = { error: `${ADDON_PATH} is not toy's addon` });
+  } catch (e) {
+    return (cached = { error: `native addon failed to load: ${(e as Error).message}` });
+  }
+  const kernels = cpuKernels(addon);
+  cached = {
+    kernels,
+    get info() { return addon.info(); },
+    mapFile: (path) => addon.mapFile(path),
+    setThreads: (n) => addon.setThreads(n),
+    addon,
+  };
+  return cached;
+}
+
+function cpuKernels(a: NativeAddon): Kernels {
+  return {
+    device: "cpu",
+    matmul: (x, w, T, out) => a.matmul(x, w.bytes, w.type, w.rows, w.cols, T, out),
+    getRows: (w, ids, out) => a.getRows(w.bytes, w.type, w.rows, w.cols, ids, out),
+    rmsNorm: (x, weight, rows, n, eps, out) => a.rmsNorm(x, weight, rows, n, eps, out),
+    layerNorm: (x, weight, bias, rows, n, eps, out) => a.layerNorm(x, weight, bias, rows, n, eps, out),
+    rope: (x, T, nHeads, headDim, ropeDims, positions, invFreq, style) =>
+      a.rope(x, T, nHeads, headDim, ropeDims, positions, invFreq, style === "neox" ? 1 : 0),
+    attention: (q, k, v, T, pos0, nKeys, nHeads, nKVHeads, headDim, o, out) =>
+      a.attention(q, k, v, T, pos0, nKeys, nHeads, nKVHeads, headDim, o.scale, o.softcap, o.window, o.causal ? 1 : 0, out),
+    swiglu: (g, u, out) => a.swiglu(g, u, out),
+    geglu: (g, u, out) => a.geglu(g, u, out),
+    gelu: (x, out) => a.gelu(x, out),
+    add: (x, y, out) => a.add(x, y, out),
+    softmax: (x, rows, n) => a.softmax(x, rows, n),
+  };
+}

@@ -1,0 +1,25 @@
+// The shape of the native addon (build/Release/toy_native.node, built from native/ by node-gyp).
+
+export interface NativeAddon {
+  matmul(x: Float32Array, w: Uint8Array, type: number, rows: number, cols: number, T: number, out: Float32Array): void;
+  getRows(w: Uint8Array, type: number, rows: number, cols: number, ids: Int32Array, out: Float32Array): void;
+  rmsNorm(x: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, out: Float32Array): void;
+  layerNorm(x: Float32Array, weight: Float32Array, bias: Float32Array | null, rows: number, n: number, eps: number, out: Float32Array): void;
+  rope(x: Float32Array, T: number, nHeads: number, headDim: number, ropeDims: number, positions: Int32Array, invFreq: Float32Array, neox: number): void;
+  attention(q: Float32Array, k: Float32Array, v: Float32Array, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number,
+    scale: number, softcap: number, window: number, causal: number, out: Float32Array): void;
+  swiglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
+  geglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
+  gelu(x: Float32Array, out: Float32Array): void;
+  add(a: Float32Array, b: Float32Array, out: Float32Array): void;
+  softmax(x: Float32Array, rows: number, n: number): void;
+  /** Every row of a stored matrix as float32 (ggml's dequantization formulas). */
+  dequantize(w: Uint8Array, type: number, rows: number, cols: number, out: Float32Array): void;
+  mapFile(path: string): Uint8Array;
+  setThreads(n: number): void;
+  info(): { simd: string; threads: number };
+  /** Memory read bandwidth in bytes/s with `threads` threads (for the benchmark's bound). */
+  readBandwidth(threads: number): number;
+  /** Bytes of one row of `cols` values of `type` (0: unsupported). */
+  rowBytes(type: number, cols: number): number;
+}

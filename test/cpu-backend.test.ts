@@ -1,0 +1,188 @@
+// The native cpu backend against straightforward references: every kernel, every storage type,
+// bit-identical results for any thread count, and zero-copy file mapping.
+//
+// matmul tolerances, quantized weights: the addon quantizes each activation row to 8 bits per
+// block of 32 (step amax/127, like llama.cpp's Q8_0/Q8_K) and takes integer dot products.
+// - against exact float64 math the error is that quantization noise: ≲ 1 % of the output's RMS
+//   (checked: rms error ≤ 1e-2 · rms(ref), max error ≤ 3e-2 · max|ref|);
+// - against the same activation quantization emulated in float64 only float32 rounding remains
+//   (checked: ≤ 1e-4 · max|ref|), which pins down the integer kernels exactly.
+// Float weights (F32/F16/BF16): float32 FMA accumulation vs float64, ≤ 1e-5 · max|ref|.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadCpuBackend, selfTest, type CpuBackend } from "../src/backends/cpu/index.js";
+import { MATMUL_TYPES, isFloatType, makeWeight, randn, relError } from "../src/backends/cpu/selftest.js";
+import { tsKernels } from "../src/backends/ts/index.js";
+import { typeName } from "../src/io/gguf/types.js";
+import { dequantize } from "../src/quant/index.js";
+import type { Weight } from "../src/tensor/weight.js";
+
+const loaded = loadCpuBackend();
+const skip = "error" in loaded ? `cpu backend unavailable: ${loaded.error}` : false;
+if (skip) console.warn(`# SKIP cpu-backend tests: ${skip}`);
+const cpu = loaded as CpuBackend;
+
+function refMatmul(x: Float32Array, w: Weight, T: number, emulateQ8: boolean): Float64Array {
+  const W = dequantize(w);
+  const xs = emulateQ8 ? quantizeActivations(x, T, w.cols) : Float64Array.from(x);
+  const out = new Float64Array(T * w.rows);
+  for (let t = 0; t < T; t++)
+    for (let r = 0; r < w.rows; r++) {
+      let s = 0;
+      for (let c = 0; c < w.cols; c++) s += xs[t * w.cols + c] * W[r * w.cols + c];
+      out[t * w.rows + r] = s;
+    }
+  return out;
+}
+
+/** x rounded as the addon rounds it: per 32 values, d = amax/127 and codes round(x / d). */
+function quantizeActivations(x: Float32Array, T: number, cols: number): Float64Array {
+  const f = Math.fround, out = new Float64Array(T * cols);
+  for (let b = 0; b < (T * cols) / 32; b++) {
+    let amax = 0;
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[32 * b + j]));
+    const d = f(amax / 127), id = d ? f(1 / d) : 0;
+    for (let j = 0; j < 32; j++) {
+      const v = f(x[32 * b + j] * id);
+      let q = Math.round(v);
+      if (q - v === 0.5 && q % 2 !== 0) q -= 1; // round half to even
+      out[32 * b + j] = d * q;
+    }
+  }
+  return out;
+}
+
+function errors(out: Float32Array, ref: Float64Array) {
+  let maxRef = 0, maxErr = 0, ss = 0, se = 0;
+  for (let i = 0; i < ref.length; i++) {
+    const e = Math.abs(out[i] - ref[i]);
+    maxRef = Math.max(maxRef, Math.abs(ref[i]));
+    maxErr = Math.max(maxErr, Number.isNaN(e) ? Infinity : e);
+    ss += ref[i] * ref[i];
+    se += e * e;
+  }
+  return { max: maxErr / maxRef, rms: Math.sqrt(se / ss) };
+}
+
+const withThreads = <R>(n: number, f: () => R): R => {
+  cpu.setThreads(n);
+  try { return f(); } finally { cpu.setThreads(Math.max(2, n)); }
+};
+
+test("cpu backend: loads and reports its SIMD level and threads", { skip }, () => {
+  assert.match(cpu.info.simd, /^(avx2|scalar)$/);
+  assert.ok(cpu.info.threads >= 1);
+  assert.equal(cpu.kernels.device, "cpu");
+});
+
+for (const type of MATMUL_TYPES) {
+  test(`matmul ${typeName(type)}: against float64 math, T = 1 and T = 6`, { skip }, () => {
+    const rows = 37, cols = 512;
+    const w = makeWeight(type, rows, cols, 7 + type);
+    for (const T of [1, 6]) {
+      const x = randn(T * cols, 11 + T);
+      const out = new Float32Array(T * rows);
+      cpu.kernels.matmul(x, w, T, out);
+      const exact = errors(out, refMatmul(x, w, T, false));
+      if (isFloatType(type)) {
+        assert.ok(exact.max <= 1e-5, `${typeName(type)} T=${T}: max error ${exact.max}`);
+      } else {
+        assert.ok(exact.rms <= 1e-2 && exact.max <= 3e-2, `${typeName(type)} T=${T}: rms ${exact.rms}, max ${exact.max}`);
+        const emulated = errors(out, refMatmul(x, w, T, true));
+        assert.ok(emulated.max <= 1e-4, `${typeName(type)} T=${T}: vs emulated Q8 activations, max error ${emulated.max}`);
+      }
+    }
+  });
+
+  test(`getRows ${typeName(type)}: the dequantized rows, exactly`, { skip }, () => {
+    const rows = 9, cols = 512;
+    const w = makeWeight(type, rows, cols, 3 + type);
+    const ids = Int32Array.from([8, 0, 3, 3]);
+    const out = new Float32Array(ids.length * cols);
+    cpu.kernels.getRows(w, ids, out);
+    const W = dequantize(w);
+    ids.forEach((id, i) => assert.deepEqual(out.subarray(i * cols, (i + 1) * cols), W.subarray(id * cols, (id + 1) * cols)));
+  });
+}
+
+test("float kernels agree with the ts backend (selfTest)", { skip }, () => {
+  const results = selfTest(cpu.kernels, tsKernels);
+  const bad = results.filter((r) => !r.ok);
+  assert.deepEqual(bad, [], bad.map((r) => `${r.kernel} ${r.type ?? ""}: ${r.maxError} > ${r.tolerance} ${r.error ?? ""}`).join("; "));
+  assert.ok(results.length >= 40);
+});
+
+test("kernels on larger shapes (multi-threaded paths) agree with the ts backend", { skip }, () => {
+  const n = 1536, rows = 40;
+  const a = randn(rows * n, 1, 2), b = randn(rows * n, 2), g = randn(n, 3);
+  const both = (len: number, f: (k: typeof tsKernels, out: Float32Array) => void) => {
+    const x = new Float32Array(len), y = new Float32Array(len);
+    f(cpu.kernels, x);
+    f(tsKernels, y);
+    return relError(x, y);
+  };
+  assert.ok(both(rows * n, (k, o) => k.swiglu(a, b, o)) < 1e-5);
+  assert.ok(both(rows * n, (k, o) => k.geglu(a, b, o)) < 1e-5);
+  assert.ok(both(rows * n, (k, o) => k.add(a, b, o)) === 0);
+  assert.ok(both(rows * n, (k, o) => k.rmsNorm(a, g, rows, n, 1e-6, o)) < 1e-5);
+  assert.ok(both(rows * n, (k, o) => { o.set(a); k.softmax(o, rows, n); }) < 1e-5);
+  const T = 24, nH = 6, nKV = 2, hd = 64, nKeys = 40, pos0 = 16;
+  const q = randn(T * nH * hd, 4), kc = randn(nKeys * nKV * hd, 5), vc = randn(nKeys * nKV * hd, 6);
+  const opts = { scale: 1 / 8, softcap: 0, window: 0, causal: true };
+  assert.ok(both(T * nH * hd, (k, o) => k.attention(q, kc, vc, T, pos0, nKeys, nH, nKV, hd, opts, o)) < 1e-5);
+});
+
+test("results are bit-identical for 1 and 2 threads", { skip }, () => {
+  const rows = 70, cols = 512, T = 7;
+  const x = randn(T * cols, 21);
+  for (const type of MATMUL_TYPES) {
+    const w = makeWeight(type, rows, cols, 30 + type);
+    const run = (n: number) => withThreads(n, () => { const o = new Float32Array(T * rows); cpu.kernels.matmul(x, w, T, o); return o; });
+    assert.deepEqual(run(1), run(2), `matmul ${typeName(type)}`);
+  }
+  const nT = 16, nH = 8, nKV = 4, hd = 64, nKeys = 64;
+  const q = randn(nT * nH * hd, 1), kc = randn(nKeys * nKV * hd, 2), vc = randn(nKeys * nKV * hd, 3);
+  const att = (n: number) => withThreads(n, () => {
+    const o = new Float32Array(nT * nH * hd);
+    cpu.kernels.attention(q, kc, vc, nT, 48, nKeys, nH, nKV, hd, { scale: 0.125, softcap: 0, window: 0, causal: true }, o);
+    return o;
+  });
+  assert.deepEqual(att(1), att(2), "attention");
+  const big = randn(64 * 1536, 4);
+  const sm = (n: number) => withThreads(n, () => { const o = Float32Array.from(big); cpu.kernels.softmax(o, 64, 1536); return o; });
+  assert.deepEqual(sm(1), sm(2), "softmax");
+  const sw = (n: number) => withThreads(n, () => { const o = new Float32Array(big.length); cpu.kernels.swiglu(big, big, o); return o; });
+  assert.deepEqual(sw(1), sw(2), "swiglu");
+});
+
+test("mapFile returns the file's bytes without copying them", { skip }, () => {
+  const dir = mkdtempSync(join(tmpdir(), "toy-cpu-"));
+  try {
+    const path = join(dir, "f.bin"), empty = join(dir, "empty.bin");
+    const data = new Uint8Array(100_003).map((_, i) => (i * 31 + 7) & 255);
+    writeFileSync(path, data);
+    writeFileSync(empty, new Uint8Array(0));
+    const m = cpu.mapFile(path);
+    assert.ok(m instanceof Uint8Array);
+    assert.deepEqual(m, new Uint8Array(readFileSync(path)));
+    m[0] ^= 1; // a private mapping: writable, never written back
+    assert.equal(readFileSync(path)[0], data[0]);
+    assert.equal(cpu.mapFile(empty).length, 0);
+    assert.throws(() => cpu.mapFile(join(dir, "missing.bin")), /cannot open/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("bad arguments throw instead of crashing", { skip }, () => {
+  const w = makeWeight(8, 4, 64, 1);
+  assert.throws(() => cpu.kernels.matmul(new Float32Array(10), w, 1, new Float32Array(4)), /x has/);
+  assert.throws(() => cpu.kernels.matmul(new Float32Array(64), { ...w, rows: 5 }, 1, new Float32Array(5)), /weight has/);
+  assert.throws(() => cpu.kernels.matmul(new Float32Array(64), { ...w, type: 99 }, 1, new Float32Array(4)), /unsupported/);
+  assert.throws(() => cpu.kernels.getRows(w, Int32Array.from([4]), new Float32Array(64)), /out of range/);
+  assert.throws(() => cpu.kernels.rmsNorm(new Float32Array(8), new Float32Array(8), 2, 8, 1e-5, new Float32Array(16)), /bad sizes/);
+});
