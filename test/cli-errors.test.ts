@@ -68,3 +68,19 @@ test("bad model files exit 3 naming the file", () => {
   writeFileSync(noNorm, encodeGGUF({ ...spec, tensors: spec.tensors.filter((t) => t.name !== "output_norm.weight") }));
   expectError(["infer", noNorm, "--ids", "1"], 3, /tensor output_norm\.weight is missing/);
 });
+
+test("a role the chat template rejects shows the template's own message (exit 2)", () => {
+  const spec = tinyLlama().spec;
+  const template = "{% for message in messages %}{% if message['role'] not in ['system', 'user', 'assistant'] %}" +
+    "{{ raise_exception('Conversation roles must be system, user or assistant') }}{% endif %}" +
+    "{{ '<s>' + message['role'] + ': ' + message['content'] + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ 'assistant: ' }}{% endif %}";
+  const path = join(dir, "templated.gguf");
+  writeFileSync(path, encodeGGUF({ ...spec, metadata: [...(spec.metadata as never[]), ["tokenizer.chat_template", template]] as never }));
+  const messages = join(dir, "robot.json");
+  writeFileSync(messages, JSON.stringify([{ role: "robot", content: "beep" }]));
+  expectError(["infer", path, "--messages", messages, "--backend", "ts"], 2, /chat template rejected the conversation: Conversation roles must be system, user or assistant/);
+  const ok = join(dir, "user.json");
+  writeFileSync(ok, JSON.stringify([{ role: "user", content: "a" }]));
+  const r = toy(["infer", path, "--messages", ok, "--backend", "ts", "--max-tokens", "2", "--json"]);
+  assert.equal(r.status, 0, r.stderr);
+});

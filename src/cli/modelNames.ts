@@ -1,14 +1,21 @@
-// Turning what a user types for MODEL into a file path.
+// Turning what a user types for MODEL into a file path: a path, a name `toy list` prints
+// (`hf:ORG/REPO/FILE`, `ollama:NAME:TAG`, `lmstudio:PUBLISHER/REPO/FILE`, `local:FILE`), or such a
+// name without its prefix when it picks out one model.
 
 import { existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ModelFileError, UsageError } from "../errors.js";
+import { resolveModelName } from "../io/discovery/index.js";
 
 export function resolveModelPath(spec: string): string {
-  if (!existsSync(spec)) throw new ModelFileError(`${spec}: no such model file`);
-  if (statSync(spec).isDirectory()) throw new ModelFileError(`${spec}: is a folder, expected a GGUF file`);
-  return spec;
+  if (existsSync(spec)) {
+    if (statSync(spec).isDirectory()) throw new ModelFileError(`${spec}: is a folder, expected a GGUF file`);
+    return spec;
+  }
+  const named = resolveModelName(spec);
+  if (named !== undefined) return named;
+  throw new ModelFileError(`${spec}: no such model file, and no model of that name (\`toy list\` shows the models toy can find)`);
 }
 
 const DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf";

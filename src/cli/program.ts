@@ -8,6 +8,7 @@ import { fetchCommand } from "./commands/fetch.js";
 import { inferCommand } from "./commands/infer.js";
 import { installCommand } from "./commands/install.js";
 import { listCommand } from "./commands/list.js";
+import { serveCommand } from "./commands/serve.js";
 import { tokenizeCommand } from "./commands/tokenize.js";
 
 export function toyVersion(): string {
@@ -21,7 +22,7 @@ export function buildProgram(): Command {
     .version(toyVersion())
     .showHelpAfterError()
     .exitOverride();
-  for (const cmd of [installCommand(), inferCommand(), evalCommand(), tokenizeCommand(), describeCommand(), listCommand(), fetchCommand()]) {
+  for (const cmd of [installCommand(), inferCommand(), evalCommand(), tokenizeCommand(), describeCommand(), listCommand(), fetchCommand(), serveCommand()]) {
     cmd.exitOverride().showHelpAfterError();
     program.addCommand(cmd);
   }
