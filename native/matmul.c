@@ -12,12 +12,13 @@
 #include "quants.h"
 
 enum { KIND_F, KIND_U, KIND_US, KIND_S };
+enum { XQ_Q8_0, XQ_Q8_1, XQ_Q8K }; // how activations are quantized (llama.cpp's vec_dot_type)
 #define ROW_BLOCK 16 // weight rows decoded together, then multiplied with every activation row
 
 typedef struct { uint8_t *q; int16_t *sc; float *D; float *M; float *f; } wrow_t;
 typedef struct { int8_t *q; float *dx; float *fs; } xrow_t;
 typedef struct {
-  const float *x; const uint8_t *w; int type, kind; int64_t rows, cols, T; size_t rb;
+  const float *x; const uint8_t *w; int type, kind, xscheme; int64_t rows, cols, T; size_t rb;
   float *out; uint8_t *xq; size_t xstride;
 } mm_t;
 
@@ -64,6 +65,14 @@ static inline int32_t hsum_i32_avx2(__m256i v) {
 
 void matmul_init(void) { init_f16_table(); }
 
+static int xscheme_of(int type) {
+  switch (type) {
+    case T_Q4_1: case T_Q5_1: return XQ_Q8_1;
+    case T_Q2_K: case T_Q3_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: return XQ_Q8K;
+    default: return XQ_Q8_0;
+  }
+}
+
 static int kind_of(int type) {
   switch (type) {
     case T_F32: case T_F16: case T_BF16: return KIND_F;
@@ -74,7 +83,7 @@ static int kind_of(int type) {
 }
 
 void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out) {
-  mm_t m = { x, w, type, kind_of(type), rows, cols, T, row_bytes(type, cols), out, NULL, 0 };
+  mm_t m = { x, w, type, kind_of(type), xscheme_of(type), rows, cols, T, row_bytes(type, cols), out, NULL, 0 };
   if (T <= 0 || rows <= 0) return;
 #if HAVE_X86
   const int avx2 = toy_has_avx2;

@@ -344,7 +344,35 @@ static int decode_row_fast(int type, const uint8_t *row, int64_t cols, const wro
 
 // ---------------------------------------------------------------- quantize activations
 
-static void NAME(quantize_x)(const float *x, int64_t cols, const xrow_t *xr) {
+// The activation row is quantized exactly as llama.cpp quantizes it for the weight's type
+// (its vec_dot_type), so that the integer dot products, and the logits, follow llama.cpp:
+//   Q8_0 (for Q4_0, Q5_0, Q8_0): per 32 values, codes round(x · 127/amax), scale amax/127 as a half;
+//   Q8_1 (for Q4_1, Q5_1): the same, plus s = half(d · Σ codes) for the weight's offset term;
+//   Q8_K (for the K-quants): per 256 values, codes round(x · −127/max) with max the largest |x|
+//   taken with its sign, scale 1/that multiplier as a float.
+static void NAME(quantize_x_q8k)(const float *x, int64_t cols, const xrow_t *xr) {
+  for (int64_t b = 0; b < cols / 256; b++) {
+    const float *v = x + 256 * b;
+    float max = 0.0f, amax = 0.0f;
+    for (int j = 0; j < 256; j++) { const float a = fabsf(v[j]); if (a > amax) { amax = a; max = v[j]; } }
+    const float iscale = amax != 0.0f ? -127.0f / max : 0.0f, d = amax != 0.0f ? 1.0f / iscale : 0.0f;
+    for (int u = 0; u < 8; u++) {
+      int32_t half[2] = { 0, 0 };
+      for (int j = 0; j < 32; j++) {
+        int32_t c = (int32_t)nearbyintf(iscale * v[32 * u + j]);
+        if (c > 127) c = 127;
+        xr->q[256 * b + 32 * u + j] = (int8_t)c;
+        half[j >= 16] += c;
+      }
+      xr->dx[8 * b + u] = d;
+      xr->fs[2 * (8 * b + u)] = d * (float)half[0];
+      xr->fs[2 * (8 * b + u) + 1] = d * (float)half[1];
+    }
+  }
+}
+
+static void NAME(quantize_x)(const float *x, int64_t cols, const xrow_t *xr, int scheme) {
+  if (scheme == XQ_Q8K) { NAME(quantize_x_q8k)(x, cols, xr); return; }
   const int64_t nu = cols / 32;
   for (int64_t u = 0; u < nu; u++) {
     const float *v = x + 32 * u;
@@ -359,7 +387,8 @@ static void NAME(quantize_x)(const float *x, int64_t cols, const xrow_t *xr) {
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
-    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    // As llama.cpp's quantize_row_q8_0: codes from 127/amax, the scale stored as a half.
+    const float d = round_f16(amax / 127.0f), id = amax != 0.0f ? 127.0f / amax : 0.0f;
     const __m256 mul = _mm256_set1_ps(id);
     __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
@@ -374,7 +403,7 @@ static void NAME(quantize_x)(const float *x, int64_t cols, const xrow_t *xr) {
 #else
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) { const float a = fabsf(v[j]); if (a > amax) amax = a; }
-    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float d = round_f16(amax / 127.0f), id = amax != 0.0f ? 127.0f / amax : 0.0f;
     int32_t slo = 0, shi = 0;
     for (int j = 0; j < 32; j++) {
       const int32_t c = (int32_t)nearbyintf(v[j] * id);
@@ -383,8 +412,13 @@ static void NAME(quantize_x)(const float *x, int64_t cols, const xrow_t *xr) {
     }
 #endif
     xr->dx[u] = d;
-    xr->fs[2 * u] = d * (float)slo;
-    xr->fs[2 * u + 1] = d * (float)shi;
+    if (scheme == XQ_Q8_1) { // one offset sum per block, rounded to a half as block_q8_1.s is
+      xr->fs[2 * u] = round_f16(amax / 127.0f * (float)(slo + shi));
+      xr->fs[2 * u + 1] = 0.0f;
+    } else {
+      xr->fs[2 * u] = d * (float)slo;
+      xr->fs[2 * u + 1] = d * (float)shi;
+    }
   }
 }
 
@@ -478,7 +512,7 @@ static void NAME(quantize_chunk)(void *p, int64_t t, int ith) {
   (void)ith;
   const mm_t *m = p;
   xrow_t xr = xrow_at(m, t);
-  NAME(quantize_x)(m->x + t * m->cols, m->cols, &xr);
+  NAME(quantize_x)(m->x + t * m->cols, m->cols, &xr, m->xscheme);
 }
 
 // One chunk: a block of ROW_BLOCK weight rows, decoded once, times every activation row. Each

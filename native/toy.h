@@ -3,6 +3,7 @@
 #define TOY_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #define TOY_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -63,6 +64,22 @@ static inline float f16_to_f32(uint16_t h) {
   union { uint32_t u; float f; } v = { bits };
   return v.f;
 }
+/** float → half, rounding to nearest even (as F16C and ggml do). */
+static inline uint16_t f32_to_f16(float f) {
+  union { float f; uint32_t u; } v = { f };
+  const uint32_t sign = (v.u >> 16) & 0x8000, absu = v.u & 0x7fffffffu;
+  if (absu >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (absu > 0x7f800000u ? 0x200 : 0)); // inf / nan
+  if (absu >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);                                      // overflow
+  if (absu < 0x38800000u) {                                                                       // subnormal half
+    union { uint32_t u; float f; } a = { absu };
+    const float scaled = a.f * 16777216.0f; // 2^24: one half-subnormal unit becomes 1
+    return (uint16_t)(sign | (uint32_t)nearbyintf(scaled));
+  }
+  uint32_t m = absu + 0xc8000fffu + ((absu >> 13) & 1); // rebias exponent, round to nearest even
+  return (uint16_t)(sign | (m >> 13));
+}
+/** The float nearest to f that a half can hold. */
+static inline float round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
 static inline float bf16_to_f32(uint16_t h) {
   union { uint32_t u; float f; } v = { (uint32_t)h << 16 };
   return v.f;

@@ -2,7 +2,7 @@
 // bit-identical results for any thread count, and zero-copy file mapping.
 //
 // matmul tolerances, quantized weights: the addon quantizes each activation row to 8 bits per
-// block of 32 (step amax/127, like llama.cpp's Q8_0/Q8_K) and takes integer dot products.
+// block as llama.cpp does for the weight's type (Q8_0, Q8_1 or Q8_K) and takes integer dot products.
 // - against exact float64 math the error is that quantization noise: ≲ 1 % of the output's RMS
 //   (checked: rms error ≤ 1e-2 · rms(ref), max error ≤ 3e-2 · max|ref|);
 // - against the same activation quantization emulated in float64 only float32 rounding remains
@@ -17,8 +17,8 @@ import { join } from "node:path";
 import { loadCpuBackend, selfTest, type CpuBackend } from "../src/backends/cpu/index.js";
 import { MATMUL_TYPES, isFloatType, makeWeight, randn, relError } from "../src/backends/cpu/selftest.js";
 import { tsKernels } from "../src/backends/ts/index.js";
-import { typeName } from "../src/io/gguf/types.js";
-import { dequantize } from "../src/quant/index.js";
+import { GGMLType, typeName } from "../src/io/gguf/types.js";
+import { dequantize, f16ToF32, f32ToF16 } from "../src/quant/index.js";
 import type { Weight } from "../src/tensor/weight.js";
 
 const loaded = loadCpuBackend();
@@ -28,7 +28,7 @@ const cpu = loaded as CpuBackend;
 
 function refMatmul(x: Float32Array, w: Weight, T: number, emulateQ8: boolean): Float64Array {
   const W = dequantize(w);
-  const xs = emulateQ8 ? quantizeActivations(x, T, w.cols) : Float64Array.from(x);
+  const xs = emulateQ8 ? quantizeActivations(x, T, w.cols, w.type) : Float64Array.from(x);
   const out = new Float64Array(T * w.rows);
   for (let t = 0; t < T; t++)
     for (let r = 0; r < w.rows; r++) {
@@ -39,18 +39,37 @@ function refMatmul(x: Float32Array, w: Weight, T: number, emulateQ8: boolean): F
   return out;
 }
 
-/** x rounded as the addon rounds it: per 32 values, d = amax/127 and codes round(x / d). */
-function quantizeActivations(x: Float32Array, T: number, cols: number): Float64Array {
+/** Round half to even, as the addon (and llama.cpp's AVX2 path) does. */
+function roundEven(v: number): number {
+  let q = Math.round(v);
+  if (q - v === 0.5 && q % 2 !== 0) q -= 1;
+  return q;
+}
+
+/** The nearest half-precision value (for the block scales llama.cpp stores as halves). */
+function toHalf(v: number): number {
+  return f16ToF32(f32ToF16(v));
+}
+
+/**
+ * x rounded as the addon rounds it for this weight type (llama.cpp's vec_dot_type):
+ * Q8_0/Q8_1 — per 32 values, codes round(x · 127/amax), scale amax/127 stored as a half;
+ * Q8_K (K-quants) — per 256 values, codes round(x · −127/max) (max: the largest |x| with its
+ * sign), capped at 127, scale the float 1/(−127/max).
+ */
+function quantizeActivations(x: Float32Array, T: number, cols: number, type: number): Float64Array {
   const f = Math.fround, out = new Float64Array(T * cols);
-  for (let b = 0; b < (T * cols) / 32; b++) {
-    let amax = 0;
-    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[32 * b + j]));
-    const d = f(amax / 127), id = d ? f(1 / d) : 0;
-    for (let j = 0; j < 32; j++) {
-      const v = f(x[32 * b + j] * id);
-      let q = Math.round(v);
-      if (q - v === 0.5 && q % 2 !== 0) q -= 1; // round half to even
-      out[32 * b + j] = d * q;
+  const kquant = [GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K].includes(type);
+  const B = kquant ? 256 : 32;
+  for (let b = 0; b < (T * cols) / B; b++) {
+    let amax = 0, max = 0;
+    for (let j = 0; j < B; j++) if (Math.abs(x[B * b + j]) > amax) { amax = Math.abs(x[B * b + j]); max = x[B * b + j]; }
+    if (kquant) {
+      const iscale = amax ? f(-127 / max) : 0, d = amax ? f(1 / iscale) : 0;
+      for (let j = 0; j < B; j++) out[B * b + j] = d * Math.min(127, roundEven(f(iscale * x[B * b + j])));
+    } else {
+      const d = toHalf(f(amax / 127)), id = amax ? f(127 / amax) : 0;
+      for (let j = 0; j < B; j++) out[B * b + j] = d * roundEven(f(x[B * b + j] * id));
     }
   }
   return out;
@@ -93,7 +112,9 @@ for (const type of MATMUL_TYPES) {
       } else {
         assert.ok(exact.rms <= 1e-2 && exact.max <= 3e-2, `${typeName(type)} T=${T}: rms ${exact.rms}, max ${exact.max}`);
         const emulated = errors(out, refMatmul(x, w, T, true));
-        assert.ok(emulated.max <= 1e-4, `${typeName(type)} T=${T}: vs emulated Q8 activations, max error ${emulated.max}`);
+        // Q4_1/Q5_1 also round the activation block sums to halves (block_q8_1.s): a little more.
+        const tol = type === GGMLType.Q4_1 || type === GGMLType.Q5_1 ? 1e-3 : 1e-4;
+        assert.ok(emulated.max <= tol, `${typeName(type)} T=${T}: vs emulated Q8 activations, max error ${emulated.max}`);
       }
     }
   });
