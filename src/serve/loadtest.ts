@@ -1,0 +1,61 @@
+// A load measurement for `toy serve`: C clients at once, each streaming one completion, for
+// each C asked for. Reports aggregate generated tokens/s and time to first token.
+//
+//   node dist/src/serve/loadtest.js http://127.0.0.1:4567 MODEL [--clients 1,4,16] [--max-tokens 64] [--rounds 2]
+
+interface Sample { ttftMs: number; tokens: number; ms: number }
+
+async function streamOne(url: string, model: string, maxTokens: number, seed: number): Promise<Sample> {
+  const t0 = performance.now();
+  const res = await fetch(`${url}/v1/completions`, {
+    method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${process.env.TOY_API_KEY ?? ""}` },
+    body: JSON.stringify({ model, prompt: "Once upon a time, there was a little girl named Lily.", max_tokens: maxTokens, temperature: 0.8, seed, ignore_eos: true, stream: true, stream_options: { include_usage: true } }),
+  });
+  if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  let ttft = 0, tokens = 0, buffer = "";
+  const decoder = new TextDecoder();
+  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(bytes, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) !== -1) {
+      const event = buffer.slice(0, cut).replace(/^data: /, "");
+      buffer = buffer.slice(cut + 2);
+      if (event === "[DONE]") continue;
+      const chunk = JSON.parse(event) as { choices: { text: string }[]; usage?: { completion_tokens: number } };
+      if (!ttft && chunk.choices[0]?.text) ttft = performance.now() - t0;
+      if (chunk.usage) tokens = chunk.usage.completion_tokens;
+    }
+  }
+  return { ttftMs: ttft, tokens, ms: performance.now() - t0 };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main(): Promise<void> {
+  const [url, model, ...rest] = process.argv.slice(2);
+  if (!url || !model) throw new Error("usage: loadtest.js URL MODEL [--clients 1,4,16] [--max-tokens 64] [--rounds 2]");
+  const flag = (name: string, dflt: string) => { const i = rest.indexOf(name); return i === -1 ? dflt : rest[i + 1]; };
+  const clients = flag("--clients", "1,4,16").split(",").map(Number);
+  const maxTokens = Number(flag("--max-tokens", "64"));
+  const rounds = Number(flag("--rounds", "2"));
+  await streamOne(url, model, 4, 0); // warm up
+  console.log("| clients | aggregate tokens/s | per-client tokens/s | TTFT median (ms) | TTFT max (ms) |");
+  console.log("|---:|---:|---:|---:|---:|");
+  for (const c of clients) {
+    let tokens = 0, wall = 0;
+    const ttfts: number[] = [], perClient: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const t0 = performance.now();
+      const samples = await Promise.all(Array.from({ length: c }, (_, i) => streamOne(url, model, maxTokens, r * 100 + i)));
+      wall += performance.now() - t0;
+      for (const s of samples) {
+        tokens += s.tokens;
+        ttfts.push(s.ttftMs);
+        perClient.push(s.tokens / ((s.ms - s.ttftMs) / 1000));
+      }
+    }
+    console.log(`| ${c} | ${(tokens / (wall / 1000)).toFixed(1)} | ${median(perClient).toFixed(1)} | ${median(ttfts).toFixed(0)} | ${Math.max(...ttfts).toFixed(0)} |`);
+  }
+}
+
+await main();

@@ -1,0 +1,260 @@
+// `toy serve`: the OpenAI HTTP API over one model, as the official `openai` client uses it.
+//
+//   GET  /v1/models               the one model served
+//   POST /v1/chat/completions     messages → the model's chat template → an answer
+//   POST /v1/completions          a prompt (text or token ids) → its continuation
+//   GET  /health                  {"status": "ok", slots, queue}
+//   GET  /                        a small chat page
+//
+// Requests run on the Scheduler (slots with their own KV caches, a bounded queue); this file
+// only turns HTTP into jobs and jobs back into JSON or server-sent events.
+
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
+import type { ServerResponse } from "node:http";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { LanguageModel } from "../archs/model.js";
+import { UsageError } from "../errors.js";
+import { chatTemplateFor, parseMessages, type ChatTemplate } from "../io/chat/template.js";
+import type { Tokenizer } from "../io/tokenizer/index.js";
+import { ApiError, fromFrameworkError, invalid, notFound } from "./errors.js";
+import { chatPage } from "./page.js";
+import { chatSchema, completionSchema, settingsFrom, type ChatBody, type CompletionBody, type GenerationSettings } from "./request.js";
+import { Scheduler, type JobResult } from "./scheduler.js";
+import { TextStream, type TextPiece, type TokenLogprob } from "./textStream.js";
+
+export interface ServeOptions {
+  /** The model id clients name (default: the file name without .gguf). */
+  name: string;
+  /** When set, /v1/* needs "Authorization: Bearer KEY". */
+  apiKey?: string;
+  parallel: number;
+  queueSize: number;
+  contextSize: number;
+  /** Largest request body in bytes (larger: 413). */
+  bodyLimit: number;
+  /** Reported as system_fingerprint. */
+  fingerprint: string;
+  prefillChunk?: number;
+}
+
+type Kind = "chat" | "completion";
+
+export interface ToyServer {
+  app: FastifyInstance;
+  scheduler: Scheduler;
+  template: ChatTemplate;
+  close(): Promise<void>;
+}
+
+export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: ServeOptions): ToyServer {
+  const template = chatTemplateFor(model.file.metadata, tokenizer);
+  const scheduler = new Scheduler(model, {
+    parallel: opts.parallel, queueSize: opts.queueSize, contextSize: opts.contextSize, prefillChunk: opts.prefillChunk,
+  });
+  const created = Math.floor(Date.now() / 1000);
+  const tokenText = tokenTexts(tokenizer);
+
+  const app = Fastify({
+    bodyLimit: opts.bodyLimit,
+    forceCloseConnections: true,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+  });
+
+  app.setErrorHandler((e, _req, reply) => {
+    const err = fromFrameworkError(e);
+    void reply.status(err.status).send(err.body());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const err = notFound(`no route ${req.method} ${req.url.split("?")[0]}`, null, "unknown_url");
+    void reply.status(404).send(err.body());
+  });
+
+  if (opts.apiKey !== undefined) {
+    const want = createHash("sha256").update(`Bearer ${opts.apiKey}`).digest();
+    // Everything but the page and /health needs the key (decided by the route matched, not by
+    // the raw URL, so no spelling of a path slips past).
+    const open = new Set(["/", "/health"]);
+    app.addHook("onRequest", async (req) => {
+      if (req.routeOptions.url !== undefined && open.has(req.routeOptions.url)) return;
+      const got = createHash("sha256").update(req.headers.authorization ?? "").digest();
+      if (!timingSafeEqual(want, got)) {
+        throw new ApiError(401, req.headers.authorization ? "incorrect API key provided" : "missing API key: send \"Authorization: Bearer KEY\"", "authentication_error", null, "invalid_api_key");
+      }
+    });
+  }
+
+  const modelCard = () => ({
+    id: opts.name, object: "model", created, owned_by: "toy",
+    meta: { arch: model.arch, n_vocab: model.nVocab, n_ctx: opts.contextSize, n_ctx_train: model.contextLength, chat_template: template.isFallback ? "fallback (ChatML)" : "gguf" },
+  });
+
+  const checkModel = (name: string) => {
+    if (name !== opts.name) throw notFound(`the model "${name}" does not exist; this server serves "${opts.name}"`, "model", "model_not_found");
+  };
+
+  app.get("/", async (_req, reply) => reply.type("text/html; charset=utf-8").send(chatPage(opts.name)));
+  app.get("/health", async () => ({ status: "ok", model: opts.name, ...scheduler.stats() }));
+  app.get("/v1/models", async () => ({ object: "list", data: [modelCard()] }));
+  app.get<{ Params: { model: string } }>("/v1/models/:model", async (req) => {
+    checkModel(req.params.model);
+    return modelCard();
+  });
+
+  app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatSchema } }, async (req, reply) => {
+    const body = req.body;
+    checkModel(body.model);
+    if (body.top_logprobs != null && body.logprobs !== true) throw invalid("top_logprobs needs logprobs: true", "top_logprobs");
+    let prompt: number[];
+    try {
+      prompt = template.encode(parseMessages(body.messages, "messages"));
+    } catch (e) {
+      if (e instanceof UsageError) throw invalid(e.message, "messages");
+      throw e;
+    }
+    const settings = settingsFrom(body, body.logprobs === true ? body.top_logprobs ?? 0 : undefined);
+    return run("chat", req, reply, prompt, settings, settings.ignoreEos ? new Set() : template.stopIds());
+  });
+
+  app.post<{ Body: CompletionBody }>("/v1/completions", { schema: { body: completionSchema } }, async (req, reply) => {
+    const body = req.body;
+    checkModel(body.model);
+    const p = body.prompt;
+    const prompt = typeof p === "string" ? tokenizer.encode(p)
+      : typeof p[0] === "string" ? tokenizer.encode(p[0])
+      : Array.isArray(p[0]) ? [...p[0]] : [...(p as number[])];
+    const bad = prompt.find((id) => id >= model.nVocab);
+    if (bad !== undefined) throw invalid(`token id ${bad} is outside the vocabulary (0..${model.nVocab - 1})`, "prompt");
+    const settings = settingsFrom(body, body.logprobs ?? undefined);
+    return run("completion", req, reply, prompt, settings, settings.ignoreEos ? new Set() : tokenizer.stopIds);
+  });
+
+  /** One request's generation, answered as one JSON object or as a stream of events. */
+  async function run(kind: Kind, req: FastifyRequest, reply: FastifyReply, prompt: number[], settings: GenerationSettings, stopIds: ReadonlySet<number>) {
+    const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`;
+    const head = { id, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", created: Math.floor(Date.now() / 1000), model: opts.name, system_fingerprint: opts.fingerprint };
+    const text = new TextStream(tokenizer, settings.stop);
+    const abort = new AbortController();
+    // The socket closed before the answer was finished: stop generating, free the slot.
+    reply.raw.on("close", () => { if (!reply.raw.writableFinished) abort.abort(); });
+    const logprobs: TokenLogprob[] = [];
+    let sse: ServerResponse | undefined;
+
+    if (prompt.length > opts.contextSize) {
+      throw invalid(`the prompt (${prompt.length} tokens) is longer than the context (${opts.contextSize} tokens)`, kind === "chat" ? "messages" : "prompt", "context_length_exceeded");
+    }
+
+    const send = (piece: TextPiece, finish: string | null, extra: Record<string, unknown> = {}) => {
+      if (sse!.destroyed || sse!.writableEnded) return; // the client has gone; the job ends next tick
+      const lp = settings.topLogprobs !== undefined ? formatLogprobs(kind, piece.logprobs, tokenText) : null;
+      const choice = kind === "chat"
+        ? { index: 0, delta: piece.text !== "" || finish === null ? { content: piece.text } : {}, logprobs: lp, finish_reason: finish }
+        : { index: 0, text: piece.text, logprobs: lp, finish_reason: finish };
+      sse!.write(`data: ${JSON.stringify({ ...head, choices: [choice], ...extra })}\n\n`);
+    };
+
+    const done = scheduler.submit({
+      prompt, maxTokens: settings.maxTokens, sampling: settings.sampling, stopIds, topLogprobs: settings.topLogprobs, signal: abort.signal,
+      onToken: (tok, lp) => {
+        const piece = text.push(tok, lp);
+        if (sse && (piece.text !== "" || piece.logprobs.length > 0)) send(piece, null);
+        else logprobs.push(...piece.logprobs);
+        if (text.stopped) return false;
+      },
+    }); // throws 503 / 400 here, before anything is sent
+
+    if (settings.stream) {
+      reply.hijack();
+      sse = reply.raw;
+      sse.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+      if (kind === "chat") sse.write(`data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] })}\n\n`);
+      let result: JobResult;
+      try {
+        result = await done;
+      } catch (e) {
+        if (!sse.writableEnded) sse.end(`data: ${JSON.stringify(fromFrameworkError(e).body())}\n\ndata: [DONE]\n\n`);
+        return;
+      }
+      if (result.finishReason === "aborted" || sse.writableEnded) { sse.end(); return; }
+      const last = text.end();
+      if (last.text !== "" || last.logprobs.length > 0) send(last, null);
+      send({ text: "", logprobs: [] }, finishReason(result, text), { timings: timings(result) });
+      if (settings.includeUsage) sse.write(`data: ${JSON.stringify({ ...head, choices: [], usage: usage(result) })}\n\n`);
+      sse.end("data: [DONE]\n\n");
+      return;
+    }
+
+    const result = await done;
+    if (result.finishReason === "aborted") return reply.hijack(); // nobody to answer
+    const last = text.end();
+    logprobs.push(...last.logprobs);
+    const lp = settings.topLogprobs !== undefined ? formatLogprobs(kind, logprobs, tokenText) : null;
+    const finish = finishReason(result, text);
+    const choice = kind === "chat"
+      ? { index: 0, message: { role: "assistant", content: text.released, refusal: null }, logprobs: lp, finish_reason: finish }
+      : { index: 0, text: text.released, logprobs: lp, finish_reason: finish };
+    return {
+      ...head, object: kind === "chat" ? "chat.completion" : "text_completion",
+      choices: [choice], usage: usage(result), timings: timings(result),
+    };
+  }
+
+  return {
+    app, scheduler, template,
+    async close() {
+      scheduler.close();
+      await app.close();
+    },
+  };
+}
+
+function finishReason(r: JobResult, text: TextStream): "stop" | "length" {
+  return text.stopped || r.finishReason === "stop" ? "stop" : "length";
+}
+
+function usage(r: JobResult) {
+  return {
+    prompt_tokens: r.promptTokens, completion_tokens: r.tokens.length, total_tokens: r.promptTokens + r.tokens.length,
+    prompt_tokens_details: { cached_tokens: r.cachedTokens },
+  };
+}
+
+/** llama.cpp's extension: how long the prompt and the answer took. */
+function timings(r: JobResult) {
+  return {
+    prompt_n: r.promptTokens - r.cachedTokens, prompt_ms: r.promptMs,
+    predicted_n: r.tokens.length, predicted_ms: r.generateMs,
+    predicted_per_second: r.generateMs > 0 ? r.tokens.length / (r.generateMs / 1000) : 0,
+  };
+}
+
+/** Each token's own text (as streamed: pieces joined verbatim), remembered per id. */
+function tokenTexts(tokenizer: Tokenizer): (id: number) => string {
+  const memo = new Map<number, string>();
+  return (id) => {
+    let t = memo.get(id);
+    if (t === undefined) {
+      const d = tokenizer.streamDecoder();
+      t = d.push(id) + d.flush();
+      memo.set(id, t);
+    }
+    return t;
+  };
+}
+
+const utf8 = new TextEncoder();
+
+/** Log-probabilities as each endpoint spells them. */
+function formatLogprobs(kind: Kind, lps: TokenLogprob[], text: (id: number) => string) {
+  if (kind === "chat") {
+    const entry = (id: number, logprob: number) => ({ token: text(id), logprob, bytes: [...utf8.encode(text(id))] });
+    return { content: lps.map((l) => ({ ...entry(l.id, l.logprob), top_logprobs: l.top.map((t) => entry(t.id, t.logprob)) })), refusal: null };
+  }
+  let offset = 0;
+  const text_offset = lps.map((l) => { const o = offset; offset += text(l.id).length; return o; });
+  return {
+    tokens: lps.map((l) => text(l.id)),
+    token_logprobs: lps.map((l) => l.logprob),
+    top_logprobs: lps.map((l) => Object.fromEntries(l.top.map((t) => [text(t.id), t.logprob]))),
+    text_offset,
+  };
+}
