@@ -53,6 +53,7 @@ export class Generation {
   private genMs = 0;
   private promptRead: number;
   private done = false;
+  private pending: number | null = null;
 
   constructor(private model: LanguageModel, prompt: readonly number[], private opts: GenerateOptions) {
     if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token", EXIT.usage);
@@ -74,16 +75,20 @@ export class Generation {
     this.promptRead = fresh.length;
   }
 
-  /** Sample one token and run it through the model. false when generation has ended. */
-  step(): boolean {
-    if (this.done) return false;
+  /**
+   * Sample the next token and emit it. Returns the token, which must then go through the model
+   * (`accept` its logits), or null when generation has ended. A server calls this for many
+   * generations, runs all their tokens in one batched forward, and hands each its row.
+   */
+  next(): number | null {
+    if (this.done) return null;
     if (this.genStart === 0) this.genStart = performance.now();
     const o = this.opts;
     const end = (reason: FinishReason) => {
       this.finishReason = reason;
       this.done = true;
       this.genMs = performance.now() - this.genStart;
-      return false;
+      return null;
     };
     if (o.signal?.aborted) return end("aborted");
     if (this.tokens.length >= o.maxTokens) return end("length");
@@ -94,8 +99,28 @@ export class Generation {
     if (o.onToken?.(id) === false) return end("stop");
     if (this.tokens.length >= o.maxTokens) return end("length");
     if (this.cache.length >= this.cache.capacity) return end("length");
-    this.logits = this.model.forward(Int32Array.of(id), this.cache, "last").data;
-    this.cachedIds.push(id);
+    this.pending = id;
+    return id;
+  }
+
+  /** The logits that follow the token `next()` returned (it is now in the cache). */
+  accept(logits: Float32Array): void {
+    if (this.pending === null) throw new Error("Generation.accept: no token is waiting for its logits");
+    this.logits = logits;
+    this.cachedIds.push(this.pending);
+    this.pending = null;
+  }
+
+  /** The distribution the next token is drawn from (the logits after the last accepted token). */
+  get currentLogits(): Float32Array {
+    return this.logits;
+  }
+
+  /** Sample one token and run it through the model. false when generation has ended. */
+  step(): boolean {
+    const id = this.next();
+    if (id === null) return false;
+    this.accept(this.model.forward(Int32Array.of(id), this.cache, "last").data);
     return true;
   }
 

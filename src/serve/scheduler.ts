@@ -2,7 +2,7 @@
 // requests waiting for one. Every tick advances each active request by one step — a chunk of
 // its prompt, or one generated token — and then yields to the event loop, so sockets, timers
 // and new requests are served between tokens. All active requests are stepped in the same
-// tick, which is where a batched forward (several sequences' next tokens in one call) slots in.
+// tick, and all of them share one batched forward (every matrix product reads the weights once).
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
@@ -193,33 +193,61 @@ export class Scheduler {
     setImmediate(() => this.tick());
   }
 
-  /** One step for every active request. */
+  /**
+   * One step for every active request, all in one batched forward: a chunk of prompt for those
+   * still reading, one token for those generating. Each sequence keeps its own cache.
+   */
   private tick(): void {
     this.ticking = false;
+    const work: { slot: Slot; a: Active; ids: number[]; decode: boolean }[] = [];
     for (const slot of this.slots) {
-      if (!slot.active) continue;
+      const a = slot.active;
+      if (!a) continue;
       try {
-        this.advance(slot, slot.active);
+        const ids = this.nextIds(slot, a);
+        if (ids) work.push({ slot, a, ids: ids.ids, decode: ids.decode });
       } catch (e) {
-        const a = slot.active;
-        this.reset(slot);
-        if (a) a.reject(e);
-        this.fill();
+        this.fail(slot, e);
+      }
+    }
+    if (work.length > 0) {
+      try {
+        const logits = this.model.forwardBatch(work.map((w) => ({ ids: Int32Array.from(w.ids), cache: w.slot.cache! })));
+        const V = this.model.nVocab;
+        work.forEach((w, i) => {
+          const row = logits.data.slice(i * V, (i + 1) * V);
+          if (w.decode) {
+            w.a.tap.lastLogits = row;
+            w.a.generation!.accept(row);
+          } else {
+            w.a.read += w.ids.length;
+            w.slot.cachedIds.push(...w.ids);
+          }
+        });
+      } catch (e) {
+        for (const w of work) this.fail(w.slot, e);
       }
     }
     this.schedule();
   }
 
-  private advance(slot: Slot, a: Active): void {
+  private fail(slot: Slot, e: unknown): void {
+    const a = slot.active;
+    this.reset(slot);
+    if (a) a.reject(e);
+    this.fill();
+  }
+
+  /** What a request runs through the model this tick (null: nothing, it just started or ended). */
+  private nextIds(slot: Slot, a: Active): { ids: number[]; decode: boolean } | null {
     const job = a.job, prompt = job.prompt, cache = slot.cache!;
-    if (job.signal.aborted) return this.release(slot, "aborted");
+    if (job.signal.aborted) {
+      this.release(slot, "aborted");
+      return null;
+    }
     if (a.read < prompt.length - 1) {
       // Read the prompt, all but its last token, a chunk per tick.
-      const chunk = prompt.slice(a.read, Math.min(a.read + this.prefillChunk, prompt.length - 1));
-      this.model.forward(Int32Array.from(chunk), cache, "last");
-      a.read += chunk.length;
-      slot.cachedIds.push(...chunk);
-      return;
+      return { ids: prompt.slice(a.read, Math.min(a.read + this.prefillChunk, prompt.length - 1)), decode: false };
     }
     if (!a.generation) {
       // The last prompt token gives the first token's logits.
@@ -230,9 +258,14 @@ export class Scheduler {
       });
       a.t1 = performance.now();
       slot.cachedIds = a.generation.cachedIds;
-      return;
+      return null;
     }
-    if (!a.generation.step()) this.release(slot, a.generation.finishReason);
+    const id = a.generation.next();
+    if (id === null) {
+      this.release(slot, a.generation.finishReason);
+      return null;
+    }
+    return { ids: [id], decode: true };
   }
 
   /** The job is over: answer it and give its slot (and cache) to the next one waiting. */
