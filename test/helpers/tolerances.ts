@@ -6,10 +6,15 @@
 // logits). 2e-3 leaves headroom and still catches any real bug (a wrong block layout or RoPE
 // pairing moves logits by ≥ 0.1).
 //
-// cpu on quantized files quantizes the activations to 8 bits before integer dot products, as
-// llama.cpp does, so it follows refs/llamacpp. The quantization noise of two such engines is
-// not identical unless every rounding matches; the fixtures README bounds the llama.cpp–exact
-// gap at ~1.2 logits on ±70, and the cpu–llama.cpp gap is held below that (see docs/gating.md).
+// cpu on quantized files quantizes the activations to 8 bits exactly as llama.cpp does for the
+// weight's type (Q8_0 with half-precision scales, Q8_1 with half sums, Q8_K per 256 values) and
+// takes integer dot products, so it follows refs/llamacpp. For Q8_0, Q4_0, Q4_1, Q2_K and the
+// Q4_K_M mix the logits then agree with llama.cpp to ≤ 1e-3 (float summation order only): 5e-3
+// on prompt logits; greedy steps whose margin is below 0.05 may swap after 30 tokens of drift.
+// For Q5_0, Q5_1, Q3_K_M, Q5_K_M, Q6_K and SmolLM2 they do not (0.1–0.7 on logits of ±50):
+// toy's kernels reproduce the 8-bit arithmetic to 1e-4 (test/cpu-backend.test.ts), so the gap is
+// in which kernels that llama.cpp build ran for those types (see NOTES.md). There the bound is
+// the fixtures README's spread of 8-bit-activation engines around exact math: 1.2 on ±70.
 
 import type { Device } from "../../src/backends/kernels.js";
 
@@ -29,7 +34,12 @@ export function storageOf(model: string): string {
   return "src";
 }
 
+/** Storage types whose cpu logits match llama.cpp's to rounding. */
+const MATCHES_LLAMACPP = new Set(["Q8_0", "Q4_0", "Q4_1", "Q2_K", "Q4_K_M"]);
+
 export function tolerance(model: string, device: Device): Tolerance {
-  if (device === "ts" || FLOAT_TYPES.has(storageOf(model))) return { engine: "exact", logits: 2e-3, margin: 1e-2 };
-  return { engine: "llamacpp", logits: 1.0, margin: 1.0 };
+  const storage = storageOf(model);
+  if (device === "ts" || FLOAT_TYPES.has(storage)) return { engine: "exact", logits: 2e-3, margin: 1e-2 };
+  if (MATCHES_LLAMACPP.has(storage) && !model.startsWith("SmolLM2")) return { engine: "llamacpp", logits: 5e-3, margin: 5e-2 };
+  return { engine: "llamacpp", logits: 1.2, margin: 1.2 };
 }
