@@ -1,0 +1,11 @@
+export { linear } from "./linear.js";
+export { embedding } from "./embedding.js";
+export { add, scale, softcap } from "./arith.js";
+export { reshape, sliceCols, sliceRows, gatherRows } from "./shape.js";
+export { rmsNorm, layerNorm } from "./norm.js";
+export { rope, ropeFrequencies } from "./rope.js";
+export { attention, type AttentionShape } from "./attention.js";
+export { swiglu, geglu, gelu, siluGrad, geluGrad } from "./activation.js";
+export { softmax } from "./softmax.js";
+export { crossEntropy, IGNORE } from "./crossEntropy.js";
+export { combineExperts, type ExpertOutput } from "./moe.js";

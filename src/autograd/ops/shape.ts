@@ -1,0 +1,43 @@
+// Views and selections: the same numbers seen in another shape, or a part of them. Their
+// backwards route the gradient back to where each number came from.
+
+import type { Var } from "../tape.js";
+import { accumulate } from "../tape.js";
+
+/** Same values, another shape (no copy of the forward data). */
+export function reshape(x: Var, shape: readonly number[]): Var {
+  return x.tape.record(shape, x.data, [x], (out) => accumulate(x, out.grad!));
+}
+
+/** Columns [from, to) of x: [N, n] → [N, to − from] (e.g. q, k, v out of a fused projection). */
+export function sliceCols(x: Var, from: number, to: number): Var {
+  const N = x.rows, n = x.cols, w = to - from;
+  const y = new Float32Array(N * w);
+  for (let r = 0; r < N; r++) y.set(x.data.subarray(r * n + from, r * n + to), r * w);
+  return x.tape.record([N, w], y, [x], (out) => {
+    const dx = x.gradBuffer(), dy = out.grad!;
+    for (let r = 0; r < N; r++) for (let j = 0; j < w; j++) dx[r * n + from + j] += dy[r * w + j];
+  });
+}
+
+/** Rows [from, to) of a matrix [R, n] (e.g. one expert's slice of a stacked expert tensor). */
+export function sliceRows(x: Var, from: number, to: number): Var {
+  const n = x.cols;
+  return x.tape.record([to - from, n], x.data.subarray(from * n, to * n), [x], (out) => {
+    const dx = x.gradBuffer().subarray(from * n, to * n), dy = out.grad!;
+    for (let i = 0; i < dy.length; i++) dx[i] += dy[i];
+  });
+}
+
+/** Rows `rows` of x: [N, n] → [rows.length, n]; the backward scatter-adds. */
+export function gatherRows(x: Var, rows: readonly number[]): Var {
+  const n = x.cols;
+  const y = new Float32Array(rows.length * n);
+  rows.forEach((r, i) => y.set(x.data.subarray(r * n, (r + 1) * n), i * n));
+  return x.tape.record([rows.length, n], y, [x], (out) => {
+    const dx = x.gradBuffer(), dy = out.grad!;
+    rows.forEach((r, i) => {
+      for (let j = 0; j < n; j++) dx[r * n + j] += dy[i * n + j];
+    });
+  });
+}

@@ -1,0 +1,74 @@
+// Reverse-mode automatic differentiation: a tape of values, each remembering how to pass its
+// gradient back to the values it was computed from. The inference path never touches this;
+// training builds a tape by calling the differentiable ops in ./ops on Vars.
+
+/** A value on a tape: data (row-major, float32), its shape, and ∂loss/∂value once known. */
+export class Var {
+  /** ∂loss/∂value, allocated on first use. */
+  grad: Float32Array | null = null;
+  /** Passes this.grad on to the inputs' grads (set by the op that made this Var). */
+  backward: (() => void) | null = null;
+
+  constructor(
+    readonly tape: Tape,
+    readonly shape: readonly number[],
+    readonly data: Float32Array,
+    /** Whether gradients flow into this value (parameters and everything computed from them). */
+    readonly requiresGrad: boolean,
+  ) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (n !== data.length) throw new RangeError(`Var: shape [${shape.join(", ")}] needs ${n} values, got ${data.length}`);
+  }
+
+  get size(): number { return this.data.length; }
+  get cols(): number { return this.shape[this.shape.length - 1]; }
+  get rows(): number { return this.data.length / this.cols; }
+
+  /** The gradient buffer, created as zeros when first written. */
+  gradBuffer(): Float32Array {
+    return (this.grad ??= new Float32Array(this.data.length));
+  }
+}
+
+/** The record of one forward computation, replayed backwards by `backward(loss)`. */
+export class Tape {
+  private readonly nodes: Var[] = [];
+
+  /** A trainable leaf (its grad is what training reads). */
+  param(data: Float32Array, shape: readonly number[]): Var {
+    return new Var(this, shape, data, true);
+  }
+
+  /** A constant leaf (no gradient). */
+  constant(data: Float32Array, shape: readonly number[]): Var {
+    return new Var(this, shape, data, false);
+  }
+
+  /**
+   * The result of an op over `inputs`. `backward(out)` reads out.grad and adds into the inputs'
+   * gradBuffer(); it runs only if some input needs a gradient.
+   */
+  record(shape: readonly number[], data: Float32Array, inputs: readonly (Var | null | undefined)[], backward: (out: Var) => void): Var {
+    const requiresGrad = inputs.some((v) => v?.requiresGrad);
+    const out = new Var(this, shape, data, requiresGrad);
+    if (requiresGrad) {
+      out.backward = () => { if (out.grad) backward(out); };
+      this.nodes.push(out);
+    }
+    return out;
+  }
+
+  /** ∂loss/∂v for every Var on the tape; `loss` must hold one value. Ops run in reverse order. */
+  backward(loss: Var): void {
+    if (loss.size !== 1) throw new RangeError(`backward: the loss must be a scalar, got shape [${loss.shape.join(", ")}]`);
+    loss.gradBuffer()[0] = 1;
+    for (let i = this.nodes.length - 1; i >= 0; i--) this.nodes[i].backward!();
+  }
+}
+
+/** Adds src into the gradient of v, if v takes gradients. */
+export function accumulate(v: Var | null | undefined, src: ArrayLike<number>): void {
+  if (!v?.requiresGrad) return;
+  const g = v.gradBuffer();
+  for (let i = 0; i < g.length; i++) g[i] += src[i];
+}

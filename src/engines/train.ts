@@ -1,0 +1,84 @@
+// The training loop's one step: forward + backward over each micro-batch (gradient
+// accumulation: the mean of their gradients), global-norm clipping, the schedule's learning
+// rate, and an AdamW update of the float32 parameters in place.
+
+import type { ModelConfig } from "../archs/config.js";
+import { AdamW } from "../optim/adamw.js";
+import { clipGradNorm } from "../optim/clip.js";
+import { learningRate, type ScheduleKind } from "../optim/schedule.js";
+import { Tape } from "../autograd/tape.js";
+import { crossEntropy } from "../autograd/ops/crossEntropy.js";
+import { lossAndGradients, trainingForward, type Batch, type Parameters } from "./trainForward.js";
+
+export interface TrainOptions {
+  steps: number;
+  lr: number;
+  betas: [number, number];
+  eps: number;
+  weightDecay: number;
+  schedule: ScheduleKind;
+  warmup: number;
+  /** Global gradient-norm limit (0: no clipping). */
+  clip: number;
+  /** Micro-batches per step. */
+  accum: number;
+  seed: number;
+}
+
+export const DEFAULT_TRAIN_OPTIONS: TrainOptions = {
+  steps: 100, lr: 1e-3, betas: [0.9, 0.95], eps: 1e-8, weightDecay: 0.1,
+  schedule: "cosine", warmup: 0, clip: 1, accum: 1, seed: 0,
+};
+
+export interface StepResult {
+  /** 0-based index of the step just taken. */
+  step: number;
+  /** Mean loss over the step's micro-batches, before the update. */
+  loss: number;
+  lr: number;
+  /** Global L2 norm of the gradient before clipping. */
+  gradNorm: number;
+  tokens: number;
+  seconds: number;
+  /** The (accumulated, clipped) gradients the update used, by GGUF name. */
+  grads: Map<string, Float32Array>;
+}
+
+export class Trainer {
+  readonly optimizer: AdamW;
+  /** Steps taken so far. */
+  stepsDone = 0;
+
+  constructor(readonly config: ModelConfig, readonly params: Parameters, readonly options: TrainOptions) {
+    this.optimizer = new AdamW({ lr: options.lr, betas: options.betas, eps: options.eps, weightDecay: options.weightDecay });
+  }
+
+  /** One optimizer step over `microBatches` (one per accumulation step). */
+  step(microBatches: Batch | readonly Batch[]): StepResult {
+    const batches = Array.isArray(microBatches) ? (microBatches as readonly Batch[]) : [microBatches as Batch];
+    if (batches.length === 0) throw new RangeError("Trainer.step: no batch");
+    const start = performance.now();
+    let loss = 0, tokens = 0;
+    let grads: Map<string, Float32Array> | undefined;
+    for (const batch of batches) {
+      const r = lossAndGradients(this.config, this.params, batch);
+      loss += r.loss / batches.length;
+      tokens += batch.input.length;
+      if (!grads) grads = r.grads;
+      else for (const [name, g] of r.grads) { const acc = grads.get(name)!; for (let i = 0; i < g.length; i++) acc[i] += g[i]; }
+    }
+    if (batches.length > 1) for (const g of grads!.values()) for (let i = 0; i < g.length; i++) g[i] /= batches.length;
+    const gradNorm = clipGradNorm(grads!, this.options.clip);
+    const o = this.options;
+    const lr = learningRate(this.stepsDone, { kind: o.schedule, lr: o.lr, steps: o.steps, warmup: o.warmup });
+    this.optimizer.step(this.params.values, this.params.dims, grads!, lr);
+    const step = this.stepsDone++;
+    return { step, loss, lr, gradNorm, tokens, seconds: (performance.now() - start) / 1000, grads: grads! };
+  }
+
+  /** The mean loss of a batch under the current parameters (no update). */
+  evaluate(batch: Batch): number {
+    const tape = new Tape();
+    return crossEntropy(trainingForward(tape, this.config, this.params, batch).logits, batch.target).data[0];
+  }
+}

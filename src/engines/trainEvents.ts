@@ -1,0 +1,27 @@
+// Run events, schema toy/v1: one JSON object per line of runs/<id>/events.jsonl (and of
+// `toy train --json`). Every event has schema, event and time; the rest depends on the event:
+//   run_start   run_id, recipe, model, config, options, seed, backend, versions
+//   step        step, loss, lr, grad_norm, tokens, tokens_per_s
+//   checkpoint  step, path
+//   run_end     steps, final_loss, seconds
+
+import { appendFileSync } from "node:fs";
+
+export const EVENT_SCHEMA = "toy/v1";
+
+export type RunEvent = { event: "run_start" | "step" | "eval" | "checkpoint" | "run_end" } & Record<string, unknown>;
+
+export function stamp(e: RunEvent): Record<string, unknown> {
+  const { event, ...rest } = e;
+  return { schema: EVENT_SCHEMA, event, time: new Date().toISOString(), ...rest };
+}
+
+/** Writes each event to events.jsonl (when a path is given) and to `echo` (e.g. stdout for --json). */
+export class EventLog {
+  constructor(readonly path: string | null, readonly echo?: (line: string) => void) {}
+  emit(e: RunEvent): void {
+    const line = JSON.stringify(stamp(e));
+    if (this.path) appendFileSync(this.path, line + "\n");
+    this.echo?.(line);
+  }
+}

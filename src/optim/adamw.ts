@@ -1,0 +1,51 @@
+// AdamW (Loshchilov & Hutter 2019), as torch.optim.AdamW computes it: decoupled weight decay,
+// then the bias-corrected Adam step. For step t = 1, 2, …:
+//   θ ← θ (1 − lr·λ)
+//   m ← β₁ m + (1 − β₁) g,   v ← β₂ v + (1 − β₂) g²
+//   θ ← θ − (lr / (1 − β₁ᵗ)) · m / (√v / √(1 − β₂ᵗ) + ε)
+
+export interface AdamWOptions {
+  lr: number;
+  betas: [number, number];
+  eps: number;
+  weightDecay: number;
+  /** Which parameters decay (default: those with 2 or more dims — not norms or biases). */
+  decays?: (name: string, dims: readonly number[]) => boolean;
+}
+
+export interface AdamWState {
+  step: number;
+  m: Map<string, Float32Array>;
+  v: Map<string, Float32Array>;
+}
+
+export class AdamW {
+  readonly state: AdamWState = { step: 0, m: new Map(), v: new Map() };
+  constructor(readonly options: AdamWOptions) {}
+
+  /** One update of every parameter in place, at learning rate `lr` (the schedule's value). */
+  step(params: Map<string, Float32Array>, dims: Map<string, number[]>, grads: Map<string, Float32Array>, lr = this.options.lr): void {
+    const { betas: [b1, b2], eps, weightDecay } = this.options;
+    const decays = this.options.decays ?? ((_n, d) => d.length >= 2);
+    const t = ++this.state.step;
+    const bc1 = 1 - b1 ** t, bc2 = Math.sqrt(1 - b2 ** t);
+    const stepSize = lr / bc1;
+    for (const [name, theta] of params) {
+      const g = grads.get(name);
+      if (!g) continue;
+      const m = getOrZeros(this.state.m, name, theta.length), v = getOrZeros(this.state.v, name, theta.length);
+      const decay = weightDecay > 0 && decays(name, dims.get(name) ?? [theta.length]) ? 1 - lr * weightDecay : 1;
+      for (let i = 0; i < theta.length; i++) {
+        m[i] = b1 * m[i] + (1 - b1) * g[i];
+        v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+        theta[i] = theta[i] * decay - (stepSize * m[i]) / (Math.sqrt(v[i]) / bc2 + eps);
+      }
+    }
+  }
+}
+
+function getOrZeros(map: Map<string, Float32Array>, name: string, n: number): Float32Array {
+  let a = map.get(name);
+  if (!a) map.set(name, (a = new Float32Array(n)));
+  return a;
+}

@@ -1,0 +1,1 @@
+export { warmStart, type RealizedRun } from "./warmStart.js";
