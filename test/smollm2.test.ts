@@ -18,6 +18,7 @@ import { logSumExp } from "../src/primitives/index.js";
 import { toyJson } from "./helpers/cli.js";
 import { fixtures, sharedDataDir } from "./helpers/fixtures.js";
 import { assertGreedy, assertTop1, loadRef, maxLogitError } from "./helpers/refs.js";
+import { tolerance } from "./helpers/tolerances.js";
 
 const fx = fixtures();
 const NAME = "SmolLM2-135M-Instruct.Q4_1";
@@ -26,13 +27,11 @@ const devices: Device[] = ["ts", ...("error" in cpuBackend() ? [] : (["cpu"] as 
 const greedy = { ...DEFAULT_SAMPLING, temperature: 0 };
 const modelPath = () => join(fx.dir, "models", `${NAME}.gguf`);
 
-// ts does exact float32 math on the dequantized weights, as refs/exact does: rounding-level
-// differences only. cpu quantizes activations to 8 bits like llama.cpp; the README puts the
-// llama.cpp–exact gap on this file at ≤ 0.8 logits, and two 8-bit engines differ by far less.
-const TOL: Record<Device, { logits: number; margin: number }> = {
-  ts: { logits: 5e-3, margin: 2e-2 },
-  cpu: { logits: 0.3, margin: 0.5 },
-  cuda: { logits: 0.3, margin: 0.5 },
+// ts follows refs/exact (float32 math on the dequantized weights; rounding-level differences);
+// cpu follows refs/llamacpp (8-bit activations). Tolerances and reasons: test/helpers/tolerances.ts.
+const TOL = (device: Device) => {
+  const t = tolerance(NAME, device);
+  return device === "ts" ? { ...t, logits: 5e-3, margin: 2e-2 } : t;
 };
 
 interface ChatRef {
@@ -67,18 +66,18 @@ test("SmolLM2: chat template renders both reference conversations to the referen
 
 for (const device of devices) {
   test(`SmolLM2 on ${device}: prompt logits and greedy continuation match the reference`, { skip: fx.skip }, () => {
-    const engine = device === "ts" ? "exact" : "llamacpp";
+    const engine = TOL(device).engine;
     const ref = loadRef(fx.dir, engine, NAME)!;
     const model = loadModelFromFile(readGGUF(modelPath()), device);
     const logits = model.forward(Int32Array.from(ref.prompt), model.newCache(), "all");
     const row = (i: number) => logits.data.subarray(i * model.nVocab, (i + 1) * model.nVocab);
     const err = maxLogitError(ref, row, (i) => logSumExp(row(i)));
     console.log(`# SmolLM2 ${device} vs ${engine}: max |Δlogit| ${err.toExponential(2)}`);
-    assert.ok(err <= TOL[device].logits, `max |Δlogit| ${err}`);
-    assertTop1(ref, row, TOL[device].margin, `SmolLM2 ${device}`);
+    assert.ok(err <= TOL(device).logits, `max |Δlogit| ${err}`);
+    assertTop1(ref, row, TOL(device).margin, `SmolLM2 ${device}`);
     const steps = device === "ts" ? 12 : ref.greedy.length; // ts is the slow reference: a shorter run
     const out = generate(model, ref.prompt, { maxTokens: steps, sampling: greedy });
-    const n = assertGreedy({ ...ref, greedy: ref.greedy.slice(0, steps) }, out.tokens, TOL[device].margin, `SmolLM2 ${device}`);
+    const n = assertGreedy({ ...ref, greedy: ref.greedy.slice(0, steps) }, out.tokens, TOL(device).margin, `SmolLM2 ${device}`);
     console.log(`# SmolLM2 ${device}: greedy equal for ${n}/${steps} steps`);
   });
 
@@ -93,7 +92,7 @@ for (const device of devices) {
       const margins = device === "ts" ? c.exact_greedy_margins : c.greedy_margins;
       const out = generate(model, c.prompt_ids, { maxTokens: Math.min(ids.length, device === "ts" ? 10 : 40), sampling: greedy, stopIds: template.stopIds() });
       const emitted = out.finishReason === "stop" ? [...out.tokens, 2] : out.tokens; // the turn ends with <|im_end|>
-      const n = assertGreedy({ greedy: ids.slice(0, emitted.length), greedy_margins: margins } as never, emitted, TOL[device].margin, `chat ${device}`);
+      const n = assertGreedy({ greedy: ids.slice(0, emitted.length), greedy_margins: margins } as never, emitted, TOL(device).margin, `chat ${device}`);
       console.log(`# chat "${c.messages.at(-1)!.content}" on ${device}: ${JSON.stringify(tok.decode(out.tokens))} (equal for ${n} steps)`);
     }
   });
