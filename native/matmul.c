@@ -55,6 +55,8 @@ static inline int32_t hsum_i32_avx2(__m256i v) {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
   return _mm_cvtsi128_si32(s);
 }
+#define VD_ROWS 32 // weight rows per chunk of the fused matrix–vector path
+#include "vecdot_avx2.h"
 #define IMPL_AVX2 1
 #define NAME(f) f##_avx2
 #include "matmul_impl.h"
@@ -99,6 +101,15 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
     if (T * cols < 16384) for (int64_t t = 0; t < T; t++) quantize(&m, t, 0);
     else pool_for(quantize, &m, T);
   }
+#if HAVE_X86
+  // Matrix–vector work (decode) takes the fused dot products: weight blocks read in place.
+  if (avx2 && T <= 3 && vd_for(type)) {
+    const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
+    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) vd_chunk(&m, b, 0);
+    else pool_for(vd_chunk, &m, nchunks);
+    return;
+  }
+#endif
   const int64_t nblocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
   if (rows * cols * T < 32768) for (int64_t b = 0; b < nblocks; b++) dot(&m, b, 0);
   else pool_for(dot, &m, nblocks);

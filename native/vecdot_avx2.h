@@ -1,0 +1,190 @@
+// Fused dot products for matrix–vector work (decode: T = 1..3 activation rows), AVX2.
+// Each reads a weight row's blocks straight from the file's bytes and multiplies them with the
+// activation row quantized as llama.cpp quantizes it (see quantize_x): no decoded copy of the
+// row, so a core keeps up with memory. Included by matmul.c inside its AVX2 target region;
+// the generic path (matmul_impl.h) covers every other case.
+//
+// Block layouts (ggml-common.h): q4_0 {d; qs[16]}, q4_1 {d, m; qs[16]}, q5_0 {d; qh[4]; qs[16]},
+// q5_1 {d, m; qh[4]; qs[16]}, q8_0 {d; qs[32]}, q4_K {d, dmin; scales[12]; qs[128]},
+// q6_K {ql[128]; qh[64]; scales[16]; d}. Halves are little-endian IEEE binary16.
+
+static inline float h2f(const uint8_t *p) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+/** 16 bytes → 32 values: the low nibbles (values 0..15), then the high nibbles (16..31). */
+static inline __m256i vd_nibbles(const uint8_t *qs) {
+  const __m128i b = _mm_loadu_si128((const __m128i *)qs);
+  const __m256i both = _mm256_insertf128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+/** bit j of a 32-bit field → byte j = 0xFF when set, else 0. */
+static inline __m256i vd_bits(const uint8_t *qh) {
+  uint32_t x;
+  memcpy(&x, qh, 4);
+  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
+  __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+  bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+  return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
+/** Σ u·s over 32 unsigned × signed bytes, as 8 float partial sums. */
+static inline __m256 vd_us(__m256i u, __m256i s) {
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+/** Σ a·b over 32 signed × signed bytes, as 8 float partial sums. */
+static inline __m256 vd_ss(__m256i a, __m256i b) {
+  return vd_us(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+}
+
+#define XQ(u) _mm256_loadu_si256((const __m256i *)(x->q + 32 * (u)))
+
+static float vd_q4_0(const uint8_t *w, const xrow_t *x, int64_t nu) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t u = 0; u < nu; u++, w += 18) {
+    const __m256i q = _mm256_sub_epi8(vd_nibbles(w + 2), _mm256_set1_epi8(8));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_ss(q, XQ(u)), acc);
+  }
+  return hsum_f32_avx2(acc);
+}
+
+static float vd_q4_1(const uint8_t *w, const xrow_t *x, int64_t nu) {
+  __m256 acc = _mm256_setzero_ps();
+  float offsets = 0.0f;
+  for (int64_t u = 0; u < nu; u++, w += 20) {
+    offsets += h2f(w + 2) * x->fs[2 * u]; // m · s, s = half(d · Σ codes) of block_q8_1
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_us(vd_nibbles(w + 4), XQ(u)), acc);
+  }
+  return hsum_f32_avx2(acc) + offsets;
+}
+
+static float vd_q5_0(const uint8_t *w, const xrow_t *x, int64_t nu) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t u = 0; u < nu; u++, w += 22) {
+    // q − 16 as signed bytes: set bits 4..7 where the fifth bit is 0.
+    const __m256i hi = _mm256_andnot_si256(vd_bits(w + 2), _mm256_set1_epi8((char)0xf0));
+    const __m256i q = _mm256_or_si256(vd_nibbles(w + 6), hi);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_ss(q, XQ(u)), acc);
+  }
+  return hsum_f32_avx2(acc);
+}
+
+static float vd_q5_1(const uint8_t *w, const xrow_t *x, int64_t nu) {
+  __m256 acc = _mm256_setzero_ps();
+  float offsets = 0.0f;
+  for (int64_t u = 0; u < nu; u++, w += 24) {
+    offsets += h2f(w + 2) * x->fs[2 * u];
+    const __m256i hi = _mm256_and_si256(vd_bits(w + 4), _mm256_set1_epi8(0x10));
+    const __m256i q = _mm256_or_si256(vd_nibbles(w + 8), hi);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_us(q, XQ(u)), acc);
+  }
+  return hsum_f32_avx2(acc) + offsets;
+}
+
+static float vd_q8_0(const uint8_t *w, const xrow_t *x, int64_t nu) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t u = 0; u < nu; u++, w += 34) {
+    const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 2));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_ss(q, XQ(u)), acc);
+  }
+  return hsum_f32_avx2(acc);
+}
+
+/** The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (ggml's get_scale_min_k4). */
+static inline void vd_scale_min(int j, const uint8_t *s, int *sc, int *m) {
+  if (j < 4) { *sc = s[j] & 63; *m = s[j + 4] & 63; }
+  else { *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4); *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4); }
+}
+
+static float vd_q4_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t b = 0; b < nu / 8; b++, w += 144) {
+    const float dy = x->dx[8 * b], d = h2f(w) * dy, dmin = h2f(w + 2);
+    const uint8_t *scales = w + 4, *qs = w + 16;
+    __m256i sumi = _mm256_setzero_si256();
+    float msum = 0.0f;
+    for (int j = 0; j < 4; j++) {
+      int sc0, m0, sc1, m1;
+      vd_scale_min(2 * j, scales, &sc0, &m0);
+      vd_scale_min(2 * j + 1, scales, &sc1, &m1);
+      const int64_t u = 8 * b + 2 * j;
+      msum += (float)m0 * (x->fs[2 * u] + x->fs[2 * u + 1]) + (float)m1 * (x->fs[2 * u + 2] + x->fs[2 * u + 3]);
+      const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+      const __m256i lo = _mm256_and_si256(bits, _mm256_set1_epi8(0x0f));
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), _mm256_set1_epi8(0x0f));
+      const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, XQ(u)), _mm256_set1_epi16((short)sc0));
+      const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, XQ(u + 1)), _mm256_set1_epi16((short)sc1));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    mins += dmin * msum; // fs already carries the activation scale
+  }
+  return hsum_f32_avx2(acc) - mins;
+}
+
+static float vd_q6_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+  for (int64_t b = 0; b < nu / 8; b++, w += 210) {
+    const uint8_t *ql = w, *qh = w + 128;
+    const int8_t *sc = (const int8_t *)(w + 192);
+    const float d = h2f(w + 208) * x->dx[8 * b];
+    __m256i sumi = _mm256_setzero_si256();
+    for (int half = 0; half < 2; half++) {
+      const __m256i bits1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * half));
+      const __m256i bits2 = _mm256_loadu_si256((const __m256i *)(ql + 64 * half + 32));
+      const __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * half));
+      const __m256i q[4] = {
+        _mm256_or_si256(_mm256_and_si256(bits1, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4)),
+        _mm256_or_si256(_mm256_and_si256(bits2, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits2, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4)),
+      };
+      for (int k = 0; k < 4; k++) {
+        const int64_t u = 8 * b + 4 * half + k;
+        const __m256i y = XQ(u);
+        // Σ (q − 32)·y per pair of values, then each 16 values times its scale.
+        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], y), _mm256_maddubs_epi16(k32, y));
+        const int8_t *s = sc + 8 * half + 2 * k;
+        const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(s[1]), _mm_set1_epi16(s[0]));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scales));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum_f32_avx2(acc);
+}
+
+#undef XQ
+
+typedef float (*vd_fn)(const uint8_t *, const xrow_t *, int64_t);
+
+static vd_fn vd_for(int type) {
+  switch (type) {
+    case T_Q4_0: return vd_q4_0;
+    case T_Q4_1: return vd_q4_1;
+    case T_Q5_0: return vd_q5_0;
+    case T_Q5_1: return vd_q5_1;
+    case T_Q8_0: return vd_q8_0;
+    case T_Q4_K: return vd_q4_K;
+    case T_Q6_K: return vd_q6_K;
+    default: return NULL;
+  }
+}
+
+/** One chunk of rows: out[t, r] for every activation row t, each by one fused dot product. */
+static void vd_chunk(void *p, int64_t blk, int ith) {
+  (void)ith;
+  const mm_t *m = p;
+  const vd_fn f = vd_for(m->type);
+  const int64_t nu = m->cols / 32, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < m->rows ? r0 + VD_ROWS : m->rows;
+  for (int64_t t = 0; t < m->T; t++) {
+    const xrow_t xr = xrow_at(m, t);
+    for (int64_t r = r0; r < r1; r++) m->out[t * m->rows + r] = f(m->w + r * m->rb, &xr, nu);
+  }
+}
