@@ -16,7 +16,16 @@ export type { ModelConfig } from "./config.js";
 
 export const ARCHITECTURES: Record<string, Architecture> = { llama, qwen2, qwen3, gemma2, olmoe, gpt2 };
 
+const BUILT_IN = new Set(Object.keys(ARCHITECTURES));
+
 export const supportedArchitectures = (): string[] => Object.keys(ARCHITECTURES);
+
+/** Add an architecture (a library's own): files whose general.architecture is `arch.name` load
+ *  with it. Replacing a built-in one is refused. */
+export function registerArchitecture(arch: Architecture): void {
+  if (BUILT_IN.has(arch.name)) throw new Error(`registerArchitecture: "${arch.name}" is built in and cannot be replaced`);
+  ARCHITECTURES[arch.name] = arch;
+}
 
 export function architectureOf(file: GGUFFile): Architecture {
   const name = file.metadata.get("general.architecture");

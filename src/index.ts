@@ -1,0 +1,87 @@
+// The library: `import { … } from "toy"`. The whole compute surface, layer by layer
+// (docs/framework.md walks through it), and every type it is written in.
+
+// Tensors and stored weights.
+export { Tensor } from "./tensor/tensor.js";
+export { weightFromInfo, describeWeight, sliceWeightRows, type Weight } from "./tensor/weight.js";
+
+// Primitives: the operations, dispatched to the backend a tensor lives on.
+export {
+  matmul, embedding, rmsNorm, layerNorm, rope, ropeInvFreq, attention, swiglu, geglu, gelu,
+  add, softmax, logSumExp, scale, softcap, gatherRows, type RopeConfig,
+} from "./primitives/index.js";
+
+// Blocks: layers with their parameters.
+export { norm, type NormWeights } from "./blocks/norm.js";
+export { selfAttention, type AttentionWeights, type AttentionConfig } from "./blocks/selfAttention.js";
+export { feedForward, type FeedForwardKind, type FeedForwardWeights } from "./blocks/feedForward.js";
+export { mixtureOfExperts, type ExpertsWeights } from "./blocks/mixtureOfExperts.js";
+export { transformerBlock, type BlockWeights, type BlockConfig } from "./blocks/transformerBlock.js";
+export { KVCache, LayerCache, type Segment } from "./blocks/kvCache.js";
+
+// Architectures: a config read from GGUF metadata and a one-screen forward.
+export {
+  ARCHITECTURES, registerArchitecture, supportedArchitectures, architectureOf,
+  configOf, loadModel, loadModelFromFile,
+} from "./archs/index.js";
+export { buildModel, type Architecture, type ForwardInput, type LanguageModel } from "./archs/model.js";
+export { baseConfig, ropeConfig, type ModelConfig } from "./archs/config.js";
+export { loadDecoder, type DecoderWeights } from "./archs/layers.js";
+export { ModelWeights, toFloat32 } from "./archs/weights.js";
+export { llama, decoderForward, llamaLikeConfig } from "./archs/llama.js";
+export { qwen2, qwen3 } from "./archs/qwen.js";
+export { gemma2 } from "./archs/gemma2.js";
+export { olmoe } from "./archs/olmoe.js";
+export { gpt2 } from "./archs/gpt2.js";
+
+// Engines: decoding with a KV cache, sampling, scoring.
+export {
+  generate, generateAsync, Generation,
+  type GenerateOptions, type GenerateResult, type FinishReason,
+} from "./engines/generate.js";
+export { Sampler, DEFAULT_SAMPLING, argmax, topIds, type SamplingOptions } from "./engines/sampling.js";
+export { scoreTokens, scoreWindows, type Scores, type ScoreOptions, type PositionScore } from "./engines/evaluate.js";
+export { Rng } from "./engines/rng.js";
+
+// Backends.
+export { selectBackend, kernelsFor, cpuBackend, tsKernels, type Device, type Kernels } from "./backends/index.js";
+export type { AttentionOptions, RopeStyle } from "./backends/kernels.js";
+
+// io: GGUF, tokenizers, chat templates, finding models.
+export {
+  readGGUF, readGGUFHeader, parseGGUF, GGUFValueType,
+  type GGUFFile, type GGUFHeader, type GGUFTensorInfo, type GGUFValue,
+} from "./io/gguf/reader.js";
+export {
+  writeGGUF, encodeGGUF,
+  type GGUFWriteSpec, type GGUFTensorData, type GGUFMetadataEntry,
+} from "./io/gguf/writer.js";
+export { GGMLType, typeName, typeByName, byteSize, TYPE_TRAITS } from "./io/gguf/types.js";
+export { Metadata } from "./io/gguf/metadata.js";
+export { tokenizerFromMetadata, type Tokenizer, type EncodeOptions, type DecodeOptions } from "./io/tokenizer/index.js";
+export { chatTemplateFor, ChatTemplate, parseMessages, type ChatMessage } from "./io/chat/template.js";
+export { listModels, resolveModelName, type ModelEntry, type Listing } from "./io/discovery/index.js";
+export { resolveModelPath, defaultModelPath } from "./cli/modelNames.js";
+
+// Storage types.
+export {
+  quantize, dequantize, quantizeRow, dequantizeRow, quantizer, dequantizer, blockSize, rowBytes,
+  QUANTIZABLE_TYPES, DEQUANTIZABLE_TYPES, type RowQuantizer, type RowDequantizer,
+} from "./quant/index.js";
+
+// Training: the tape and its differentiable ops (a namespace: their names are the primitives'),
+// the sequence engine's forward + backward, AdamW and schedules, the warm-start recipe.
+export * as autograd from "./autograd/index.js";
+export { Tape, Var } from "./autograd/tape.js";
+export { lossAndGradients, trainingForward, type Parameters, type Batch, type LossAndGradients } from "./engines/trainForward.js";
+export { parametersFromFile, writeCheckpoint } from "./engines/trainParams.js";
+export { Trainer, DEFAULT_TRAIN_OPTIONS, type TrainOptions, type StepResult } from "./engines/train.js";
+export { EventLog, EVENT_SCHEMA, type RunEvent } from "./engines/trainEvents.js";
+export { AdamW, learningRate, clipGradNorm, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
+export { warmStart, type RealizedRun } from "./recipes/index.js";
+
+// Algorithm cards.
+export { renderCard, parseCard, readCard, canonicalConfig, type CardMeta, type ParsedCard } from "./card/index.js";
+
+// Errors and the exit codes they map to.
+export { EXIT, ToyError, UsageError, ModelFileError, BackendError } from "./errors.js";
