@@ -40,6 +40,7 @@ export function selectBackend(requested?: string, opts: { threads?: number; quie
     throw new BackendError(`unknown backend "${requested}" (expected ts or cpu)`);
   }
   if (requested === "ts") return "ts";
+  if (requested === "cuda") throw new BackendError("the cuda backend is not part of this build (no CUDA kernels yet)");
   const cpu = cpuBackend();
   if ("error" in cpu) {
     if (requested) throw new BackendError(`the ${requested} backend is not available: ${cpu.error}`);
