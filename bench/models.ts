@@ -17,15 +17,17 @@ export const BENCH_TYPES: BenchType[] = ["F32", "Q8_0", "Q4_0", "Q4_K_M"];
 const FILE_TYPE: Record<BenchType, number> = { F32: 0, Q8_0: 7, Q4_0: 2, Q4_K_M: 15 };
 
 /** llama.cpp's Q4_K_M mix: Q6_K for the output/embedding and for attn_v and ffn_down in the
- *  first and last eighth of the layers and every third layer between; Q4_K elsewhere. */
-function tensorType(type: BenchType, name: string, layer: number, nLayer: number): number {
+ *  first and last eighth of the layers and every third layer between; Q4_K elsewhere. Rows whose
+ *  length is not a multiple of 256 cannot hold K-quants: llama.cpp falls back to Q5_0 for Q4_K
+ *  and Q8_0 for Q6_K there (most of a 576-wide model; ffn_down's 1536-wide rows keep K-quants). */
+function tensorType(type: BenchType, name: string, layer: number, nLayer: number, cols: number): number {
   if (type === "F32") return GGMLType.F32;
   if (type === "Q8_0") return GGMLType.Q8_0;
   if (type === "Q4_0") return name === "token_embd.weight" ? GGMLType.Q8_0 : GGMLType.Q4_0;
   const moreBits = layer < nLayer / 8 || layer >= (7 * nLayer) / 8 || (layer - Math.floor(nLayer / 8)) % 3 === 2;
-  if (name === "token_embd.weight") return GGMLType.Q6_K;
-  if ((name.endsWith("attn_v.weight") || name.endsWith("ffn_down.weight")) && moreBits) return GGMLType.Q6_K;
-  return GGMLType.Q4_K;
+  const six = name === "token_embd.weight" || ((name.endsWith("attn_v.weight") || name.endsWith("ffn_down.weight")) && moreBits);
+  if (cols % 256 !== 0) return six ? GGMLType.Q8_0 : GGMLType.Q5_0;
+  return six ? GGMLType.Q6_K : GGMLType.Q4_K;
 }
 
 export function benchModelPath(dir: string, type: BenchType): string {
@@ -44,7 +46,7 @@ export function ensureBenchModel(dir: string, type: BenchType, log: (s: string) 
   const matrix = (name: string, cols: number, rows: number, layer: number, std: number) => {
     const data = new Float32Array(rows * cols);
     for (let i = 0; i < data.length; i++) data[i] = rng.normal() * std;
-    const t = tensorType(type, name, layer, s.nLayer);
+    const t = tensorType(type, name, layer, s.nLayer, cols);
     tensors.push({ name, dims: [cols, rows], type: t, bytes: t === GGMLType.F32 ? new Uint8Array(data.buffer) : quantize(t, data, rows, cols) });
   };
   const vector = (name: string, n: number) => {
