@@ -6,6 +6,7 @@
 //
 // Block layouts (ggml-common.h): q4_0 {d; qs[16]}, q4_1 {d, m; qs[16]}, q5_0 {d; qh[4]; qs[16]},
 // q5_1 {d, m; qh[4]; qs[16]}, q8_0 {d; qs[32]}, q4_K {d, dmin; scales[12]; qs[128]},
+// q5_K {d, dmin; scales[12]; qh[32]; qs[128]},
 // q6_K {ql[128]; qh[64]; scales[16]; d}. Halves are little-endian IEEE binary16.
 
 static inline float h2f(const uint8_t *p) {
@@ -127,6 +128,38 @@ static float vd_q4_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
   return hsum_f32_avx2(acc) - mins;
 }
 
+static float vd_q5_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < nu / 8; b++, w += 176) {
+    const float d = h2f(w) * x->dx[8 * b], dmin = h2f(w + 2);
+    const uint8_t *scales = w + 4, *qh = w + 16, *qs = w + 48;
+    const __m256i hbits = _mm256_loadu_si256((const __m256i *)qh);
+    __m256i sumi = _mm256_setzero_si256();
+    float msum = 0.0f;
+    for (int j = 0; j < 4; j++) {
+      int sc0, m0, sc1, m1;
+      vd_scale_min(2 * j, scales, &sc0, &m0);
+      vd_scale_min(2 * j + 1, scales, &sc1, &m1);
+      const int64_t u = 8 * b + 2 * j;
+      msum += (float)m0 * (x->fs[2 * u] + x->fs[2 * u + 1]) + (float)m1 * (x->fs[2 * u + 2] + x->fs[2 * u + 3]);
+      const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+      // The fifth bit of sub-block s is bit s of qh[l]: 16 where it is set.
+      const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one), 4);
+      const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one), 4);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(bits, m4), h0);
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), h1);
+      const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, XQ(u)), _mm256_set1_epi16((short)sc0));
+      const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, XQ(u + 1)), _mm256_set1_epi16((short)sc1));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    mins += dmin * msum;
+  }
+  return hsum_f32_avx2(acc) - mins;
+}
+
 static float vd_q6_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
   __m256 acc = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
@@ -172,6 +205,7 @@ static vd_fn vd_for(int type) {
     case T_Q5_1: return vd_q5_1;
     case T_Q8_0: return vd_q8_0;
     case T_Q4_K: return vd_q4_K;
+    case T_Q5_K: return vd_q5_K;
     case T_Q6_K: return vd_q6_K;
     default: return NULL;
   }
