@@ -75,7 +75,7 @@ export function ensureBenchModel(dir: string, type: BenchType, log: (s: string) 
     ["general.file_type", FILE_TYPE[type], GGUFValueType.UINT32],
     ["llama.context_length", s.ctx], ["llama.embedding_length", s.nEmbd], ["llama.block_count", s.nLayer],
     ["llama.feed_forward_length", s.nFF], ["llama.attention.head_count", s.nHead], ["llama.attention.head_count_kv", s.nKVHead],
-    ["llama.attention.layer_norm_rms_epsilon", 1e-5], ["llama.rope.freq_base", 100000], ["llama.rope.dimension_count", hd],
+    ["llama.attention.layer_norm_rms_epsilon", 1e-5, GGUFValueType.FLOAT32], ["llama.rope.freq_base", 100000, GGUFValueType.FLOAT32], ["llama.rope.dimension_count", hd],
     ["llama.vocab_size", s.nVocab],
     ["tokenizer.ggml.model", "llama"], ["tokenizer.ggml.tokens", tokens],
     ["tokenizer.ggml.scores", new Float32Array(s.nVocab)],
