@@ -78,7 +78,7 @@ export { parametersFromFile, writeCheckpoint } from "./engines/trainParams.js";
 export { Trainer, DEFAULT_TRAIN_OPTIONS, type TrainOptions, type StepResult } from "./engines/train.js";
 export { EventLog, EVENT_SCHEMA, type RunEvent } from "./engines/trainEvents.js";
 export { AdamW, learningRate, clipGradNorm, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
-export { warmStart, type RealizedRun } from "./recipes/index.js";
+export { warmStart, fromScratch, lora, type RealizedRun } from "./recipes/index.js";
 
 // Algorithm cards.
 export { renderCard, parseCard, readCard, canonicalConfig, type CardMeta, type ParsedCard } from "./card/index.js";

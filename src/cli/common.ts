@@ -7,10 +7,13 @@ import { UsageError } from "../errors.js";
 import { readGGUF } from "../io/gguf/reader.js";
 import { tokenizerFromMetadata, type Tokenizer } from "../io/tokenizer/index.js";
 import { resolveModelPath } from "./modelNames.js";
+import { applyLoraAdapter } from "../recipes/lora.js";
 
 export interface BackendFlags {
   backend?: string;
   threads?: number;
+  /** A LoRA adapter GGUF to merge into the model at load time. */
+  lora?: string;
 }
 
 export interface OpenedModel {
@@ -22,7 +25,7 @@ export interface OpenedModel {
 export function openModel(spec: string, flags: BackendFlags, quiet = false): OpenedModel {
   const device = selectBackend(flags.backend, { threads: flags.threads ?? envThreads(), quiet });
   const path = resolveModelPath(spec);
-  const file = readGGUF(path);
+  const file = flags.lora ? applyLoraAdapter(readGGUF(path), flags.lora) : readGGUF(path);
   const model = loadModelFromFile(file, device);
   const tokenizer = tokenizerFromMetadata(file.metadata, path);
   return { model, tokenizer, path };

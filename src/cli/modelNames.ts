@@ -7,10 +7,16 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ModelFileError, UsageError } from "../errors.js";
 import { resolveModelName } from "../io/discovery/index.js";
+import { isRunDir, runModelPath } from "../io/runs/bundle.js";
 
 export function resolveModelPath(spec: string): string {
   if (existsSync(spec)) {
-    if (statSync(spec).isDirectory()) throw new ModelFileError(`${spec}: is a folder, expected a GGUF file`);
+    if (statSync(spec).isDirectory()) {
+      // A run bundle (runs/<id>) stands for its latest checkpoint.
+      const checkpoint = isRunDir(spec) ? runModelPath(spec) : undefined;
+      if (checkpoint) return checkpoint;
+      throw new ModelFileError(`${spec}: is a folder, expected a GGUF file${isRunDir(spec) ? " (a run folder with no checkpoint yet)" : ""}`);
+    }
     return spec;
   }
   const named = resolveModelName(spec);

@@ -8,7 +8,7 @@ import { clipGradNorm } from "../optim/clip.js";
 import { learningRate, type ScheduleKind } from "../optim/schedule.js";
 import { Tape } from "../autograd/tape.js";
 import { crossEntropy } from "../autograd/ops/crossEntropy.js";
-import { lossAndGradients, trainingForward, type Batch, type Parameters } from "./trainForward.js";
+import { lossAndGradients, trainingForward, type Batch, type Parameters, type TrainSetup } from "./trainForward.js";
 
 export interface TrainOptions {
   steps: number;
@@ -49,7 +49,7 @@ export class Trainer {
   /** Steps taken so far. */
   stepsDone = 0;
 
-  constructor(readonly config: ModelConfig, readonly params: Parameters, readonly options: TrainOptions) {
+  constructor(readonly config: ModelConfig, readonly params: Parameters, readonly options: TrainOptions, readonly setup: TrainSetup = {}) {
     this.optimizer = new AdamW({ lr: options.lr, betas: options.betas, eps: options.eps, weightDecay: options.weightDecay });
   }
 
@@ -61,7 +61,7 @@ export class Trainer {
     let loss = 0, tokens = 0;
     let grads: Map<string, Float32Array> | undefined;
     for (const batch of batches) {
-      const r = lossAndGradients(this.config, this.params, batch);
+      const r = lossAndGradients(this.config, this.params, batch, this.setup);
       loss += r.loss / batches.length;
       tokens += batch.input.length;
       if (!grads) grads = r.grads;
@@ -79,6 +79,6 @@ export class Trainer {
   /** The mean loss of a batch under the current parameters (no update). */
   evaluate(batch: Batch): number {
     const tape = new Tape();
-    return crossEntropy(trainingForward(tape, this.config, this.params, batch).logits, batch.target).data[0];
+    return crossEntropy(trainingForward(tape, this.config, this.params, batch, this.setup).logits, batch.target).data[0];
   }
 }

@@ -2,14 +2,16 @@
 // `toy train --json`). Every event has schema, event and time; the rest depends on the event:
 //   run_start   run_id, recipe, model, config, options, seed, backend, versions
 //   step        step, loss, lr, grad_norm, tokens, tokens_per_s
+//   eval        step, val_loss
 //   checkpoint  step, path
+//   resume      step, checkpoint (a resumed run continues the same events.jsonl)
 //   run_end     steps, final_loss, seconds
 
 import { appendFileSync } from "node:fs";
 
 export const EVENT_SCHEMA = "toy/v1";
 
-export type RunEvent = { event: "run_start" | "step" | "eval" | "checkpoint" | "run_end" } & Record<string, unknown>;
+export type RunEvent = { event: "run_start" | "resume" | "step" | "eval" | "checkpoint" | "run_end" } & Record<string, unknown>;
 
 export function stamp(e: RunEvent): Record<string, unknown> {
   const { event, ...rest } = e;

@@ -25,6 +25,21 @@ export interface Batch {
   seq: number;
 }
 
+/** A low-rank adapter on a weight W [out, in]: the forward uses W + scale · B A. `a` names Aᵀ
+ *  (ggml dims [rank, in], a Var [in, rank]) and `b` names B (ggml dims [rank, out], [out, rank]). */
+export interface Adapter {
+  a: string;
+  b: string;
+  scale: number;
+}
+
+/** Which parameters train: `frozen` ones are constants on the tape (no gradient, no update);
+ *  `adapters` add a low-rank term to the weights they name (LoRA). */
+export interface TrainSetup {
+  frozen?: ReadonlySet<string>;
+  adapters?: ReadonlyMap<string, Adapter>;
+}
+
 export interface LossAndGradients {
   loss: number;
   /** ∂loss/∂parameter, by GGUF name, in the parameter's storage order. */
@@ -34,17 +49,28 @@ export interface LossAndGradients {
 /** The tape's leaves: one Var per GGUF tensor, shaped [rows, dims[0]]. */
 class ParamVars {
   private readonly vars = new Map<string, Var>();
-  constructor(readonly tape: Tape, readonly p: Parameters) {}
-  get(name: string): Var {
+  constructor(readonly tape: Tape, readonly p: Parameters, readonly setup: TrainSetup = {}) {}
+  /** The leaf of a parameter (no adapter applied). */
+  leaf(name: string): Var {
     let v = this.vars.get(name);
     if (!v) {
       const data = this.p.values.get(name), dims = this.p.dims.get(name);
       if (!data || !dims) throw new RangeError(`training: parameter ${name} is missing`);
-      v = this.tape.param(data, dims.length === 1 ? [dims[0]] : [data.length / dims[0], dims[0]]);
+      const shape = dims.length === 1 ? [dims[0]] : [data.length / dims[0], dims[0]];
+      v = this.setup.frozen?.has(name) ? this.tape.constant(data, shape) : this.tape.param(data, shape);
       this.vars.set(name, v);
     }
     return v;
   }
+  /** A weight as the forward uses it: W, or W + s · B A under an adapter.  [out, in] */
+  get(name: string): Var {
+    const ad = this.setup.adapters?.get(name);
+    if (!ad) return this.leaf(name);
+    let w = this.adapted.get(name);
+    if (!w) this.adapted.set(name, (w = add(this.leaf(name), scale(linear(this.leaf(ad.b), this.leaf(ad.a)), ad.scale))));
+    return w;
+  }
+  private readonly adapted = new Map<string, Var>();
   has(name: string): boolean { return this.p.values.has(name); }
   opt(name: string): Var | null { return this.has(name) ? this.get(name) : null; }
   entries(): [string, Var][] { return [...this.vars]; }
@@ -113,10 +139,10 @@ function selfAttention(x: Var, P: ParamVars, b: string, l: number, c: ModelConfi
 }
 
 /** The decoder on a tape: logits [B·T, vocab] and the parameter leaves. */
-export function trainingForward(tape: Tape, c: ModelConfig, params: Parameters, batch: Batch): { logits: Var; leaves: [string, Var][] } {
+export function trainingForward(tape: Tape, c: ModelConfig, params: Parameters, batch: Batch, setup: TrainSetup = {}): { logits: Var; leaves: [string, Var][] } {
   const { input, batch: B, seq: T } = batch;
   if (input.length !== B * T) throw new RangeError(`training: batch of ${B}×${T} needs ${B * T} ids, got ${input.length}`);
-  const P = new ParamVars(tape, params);
+  const P = new ParamVars(tape, params, setup);
   const positions = new Int32Array(B * T).map((_, i) => i % T);
   const invFreq = c.rope ? ropeFrequencies(tape, c.rope, c.rope.freqFactors ? P.get("rope_freqs.weight") : null) : null;
 
@@ -144,14 +170,14 @@ export function trainingForward(tape: Tape, c: ModelConfig, params: Parameters, 
   return { logits, leaves: P.entries() };
 }
 
-/** Mean next-token cross-entropy of a batch and ∂loss/∂θ for every parameter (zeros where unused). */
-export function lossAndGradients(c: ModelConfig, params: Parameters, batch: Batch): LossAndGradients {
+/** Mean next-token cross-entropy of a batch and ∂loss/∂θ for every trainable parameter (zeros where unused). */
+export function lossAndGradients(c: ModelConfig, params: Parameters, batch: Batch, setup: TrainSetup = {}): LossAndGradients {
   const tape = new Tape();
-  const { logits, leaves } = trainingForward(tape, c, params, batch);
+  const { logits, leaves } = trainingForward(tape, c, params, batch, setup);
   const loss = crossEntropy(logits, batch.target);
   tape.backward(loss);
   const grads = new Map<string, Float32Array>();
-  for (const [name, values] of params.values) grads.set(name, new Float32Array(values.length));
-  for (const [name, v] of leaves) if (v.grad) grads.get(name)!.set(v.grad);
+  for (const [name, values] of params.values) if (!setup.frozen?.has(name)) grads.set(name, new Float32Array(values.length));
+  for (const [name, v] of leaves) if (v.grad && grads.has(name)) grads.get(name)!.set(v.grad);
   return { loss: loss.data[0], grads };
 }

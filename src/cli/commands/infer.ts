@@ -28,6 +28,7 @@ export interface InferFlags {
   json?: boolean;
   backend?: string;
   threads?: number;
+  lora?: string;
 }
 
 export function inferCommand(): Command {
@@ -47,7 +48,8 @@ export function inferCommand(): Command {
     .option("--repeat-penalty <r>", "penalize the last 64 tokens (1 = off)", float("--repeat-penalty", 0), DEFAULT_SAMPLING.repeatPenalty)
     .option("--seed <s>", "random seed for sampling", int("--seed", 0), DEFAULT_SAMPLING.seed)
     .option("--ignore-eos", "keep generating past end-of-sequence tokens (up to --max-tokens)")
-    .option("--json", "print one JSON object instead of streaming text");
+    .option("--json", "print one JSON object instead of streaming text")
+    .option("--lora <adapter>", "a LoRA adapter GGUF (llama.cpp format) applied to the model at load time");
   backendOptions(cmd);
   return cmd.action((modelPath: string | undefined, flags: InferFlags) => runInfer(modelPath ?? defaultModelPath(), flags));
 }
