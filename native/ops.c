@@ -23,12 +23,7 @@ typedef struct {
 #if HAVE_X86
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-static inline float hsum_f32_avx2(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+#include "hsum_avx2.h"
 #define IMPL_AVX2 1
 #define NAME(f) f##_avx2
 #include "ops_impl.h"
