@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { generateAsync, type GenerateResult } from "../../engines/generate.js";
 import { DEFAULT_SAMPLING, type SamplingOptions } from "../../engines/sampling.js";
-import { ToyError, UsageError } from "../../errors.js";
+import { UsageError } from "../../errors.js";
 import { chatTemplateFor, parseMessages, type ChatMessage } from "../../io/chat/template.js";
 import { checkIds, float, idList, int, openModel, printJson, type OpenedModel } from "../common.js";
 import { interactiveChat } from "../chat.js";
@@ -118,9 +118,6 @@ export async function streamAnswer(opened: OpenedModel, prompt: number[], stopId
     });
     if (!flags.json) process.stdout.write(stream.flush() + "\n");
     return result;
-  } catch (e) {
-    if (e instanceof ToyError) throw e;
-    throw e;
   } finally {
     process.off("SIGINT", onSigint);
   }
