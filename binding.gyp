@@ -8,7 +8,9 @@
         "native/quants.c",
         "native/matmul.c",
         "native/ops.c",
-        "native/bandwidth.c"
+        "native/bandwidth.c",
+        "native/gemm.c",
+        "native/attention_train.c"
       ],
       "cflags!": ["-O2", "-O0"],
       "cflags": ["-std=c11", "-O3", "-fno-strict-aliasing", "-Wall", "-Wno-unused-function", "-pthread"],

@@ -15,11 +15,12 @@
 #include "toy.h"
 
 int toy_has_avx2 = 0;
+int toy_has_avx512 = 0;
 void matmul_init(void);
 static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; // kernels share scratch memory
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-#define MAXARGS 16
+#define MAXARGS 20
 #define FAIL(...) do { char m_[4400]; snprintf(m_, sizeof m_, __VA_ARGS__); napi_throw_error(env, "TOY_NATIVE", m_); return NULL; } while (0)
 #define ARGS(n) \
   size_t argc = MAXARGS; napi_value argv[MAXARGS]; \
@@ -160,6 +161,66 @@ static napi_value js_softmax(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/** Values a row-major view of `rows` × `cols` with row stride ld reaches (0 when empty). */
+static int extent_ok(size_t len, int64_t rows, int64_t cols, int64_t ld) {
+  if (rows == 0 || cols == 0) return 1;
+  return ld >= cols && (size_t)((rows - 1) * ld + cols) <= len;
+}
+
+// gemm(a, lda, transA, b, ldb, transB, c, ldc, M, N, K, accumulate): C (+)= op(A) op(B)
+static napi_value js_gemm(napi_env env, napi_callback_info info) {
+  ARGS(12);
+  F32A(0, a); INT(1, lda); INT(2, transA); F32A(3, b); INT(4, ldb); INT(5, transB); F32A(6, c); INT(7, ldc);
+  INT(8, M); INT(9, N); INT(10, K); INT(11, accumulate);
+  NEED(M >= 0 && N >= 0 && K >= 0, "gemm: negative size");
+  NEED(transA ? extent_ok(a.len, K, M, lda) : extent_ok(a.len, M, K, lda), "gemm: A (%zu values, lda %lld) is too small for %s%lld x %lld", a.len, (long long)lda, transA ? "transposed " : "", (long long)M, (long long)K);
+  NEED(transB ? extent_ok(b.len, N, K, ldb) : extent_ok(b.len, K, N, ldb), "gemm: B (%zu values, ldb %lld) is too small for %s%lld x %lld", b.len, (long long)ldb, transB ? "transposed " : "", (long long)K, (long long)N);
+  NEED(extent_ok(c.len, M, N, ldc), "gemm: C (%zu values, ldc %lld) is too small for %lld x %lld", c.len, (long long)ldc, (long long)M, (long long)N);
+  const toy_gemm_t g = { M, N, K, a.data, lda, (int)transA, b.data, ldb, (int)transB, c.data, ldc, (int)accumulate };
+  LOCKED(k_gemm(&g));
+  return NULL;
+}
+
+static int attn_shape(napi_env env, napi_value *argv, toy_attn_shape_t *s) {
+  int64_t v[5];
+  static const char *names[5] = { "batch", "seq", "heads", "kvHeads", "headDim" };
+  for (int i = 0; i < 5; i++) if (!get_i64(env, argv[i], &v[i], names[i])) return 0;
+  float scale, softcap; int64_t window, causal;
+  if (!get_f32(env, argv[5], &scale, "scale") || !get_f32(env, argv[6], &softcap, "softcap") ||
+      !get_i64(env, argv[7], &window, "window") || !get_i64(env, argv[8], &causal, "causal")) return 0;
+  if (v[0] < 0 || v[1] < 0 || v[2] <= 0 || v[3] <= 0 || v[2] % v[3] != 0 || v[4] <= 0 || window < 0 || v[1] > 65536) {
+    napi_throw_range_error(env, NULL, "attentionTrain: bad shape");
+    return 0;
+  }
+  *s = (toy_attn_shape_t){ v[0], v[1], v[2], v[3], v[4], scale, softcap, window, (int)causal };
+  return 1;
+}
+
+// attentionTrain(B, T, H, KV, D, scale, softcap, window, causal, q, k, v, out, probs)
+static napi_value js_attention_train(napi_env env, napi_callback_info info) {
+  ARGS(14);
+  toy_attn_shape_t s;
+  if (!attn_shape(env, argv, &s)) return NULL;
+  F32A(9, q); F32A(10, k); F32A(11, v); F32A(12, out); F32A(13, probs);
+  const size_t nq = (size_t)(s.B * s.T * s.H * s.D), nk = (size_t)(s.B * s.T * s.KV * s.D), np = (size_t)(s.B * s.H * s.T * s.T);
+  NEED(q.len >= nq && out.len >= nq && k.len >= nk && v.len >= nk && probs.len >= np, "attentionTrain: arrays too small");
+  LOCKED(k_attention_train(&s, q.data, k.data, v.data, out.data, probs.data));
+  return NULL;
+}
+
+// attentionTrainBackward(B, T, H, KV, D, scale, softcap, window, causal, q, k, v, probs, dout, dq, dk, dv)
+static napi_value js_attention_train_backward(napi_env env, napi_callback_info info) {
+  ARGS(17);
+  toy_attn_shape_t s;
+  if (!attn_shape(env, argv, &s)) return NULL;
+  F32A(9, q); F32A(10, k); F32A(11, v); F32A(12, probs); F32A(13, dout); F32A(14, dq); F32A(15, dk); F32A(16, dv);
+  const size_t nq = (size_t)(s.B * s.T * s.H * s.D), nk = (size_t)(s.B * s.T * s.KV * s.D), np = (size_t)(s.B * s.H * s.T * s.T);
+  NEED(q.len >= nq && dout.len >= nq && dq.len >= nq && k.len >= nk && v.len >= nk && dk.len >= nk && dv.len >= nk && probs.len >= np,
+       "attentionTrainBackward: arrays too small");
+  LOCKED(k_attention_train_backward(&s, q.data, k.data, v.data, probs.data, dout.data, dq.data, dk.data, dv.data));
+  return NULL;
+}
+
 // dequantizeRows(wBytes, type, rows, cols, out): every row (for tests and conversions).
 static napi_value js_dequantize(napi_env env, napi_callback_info info) {
   ARGS(5);
@@ -214,7 +275,10 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value o, s, t;
   napi_create_object(env, &o);
+  napi_value gemm;
   napi_create_string_utf8(env, toy_has_avx2 ? "avx2" : "scalar", NAPI_AUTO_LENGTH, &s);
+  napi_create_string_utf8(env, toy_has_avx512 ? "avx512" : toy_has_avx2 ? "avx2" : "scalar", NAPI_AUTO_LENGTH, &gemm);
+  napi_set_named_property(env, o, "gemm", gemm);
   napi_create_int32(env, pool_threads(), &t);
   napi_set_named_property(env, o, "simd", s);
   napi_set_named_property(env, o, "threads", t);
@@ -251,7 +315,9 @@ static void init_once(void) {
   __builtin_cpu_init();
   toy_has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   const char *f = getenv("TOY_SIMD");
-  if (f && !strcmp(f, "scalar")) toy_has_avx2 = 0;
+  toy_has_avx512 = toy_has_avx2 && __builtin_cpu_supports("avx512f");
+  if (f && !strcmp(f, "scalar")) toy_has_avx2 = toy_has_avx512 = 0;
+  if (f && !strcmp(f, "avx2")) toy_has_avx512 = 0;
 #endif
   matmul_init();
   pool_init(default_threads());
@@ -265,7 +331,8 @@ NAPI_MODULE_INIT() {
     FN("rope", js_rope), FN("attention", js_attention), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
     FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("dequantize", js_dequantize),
     FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),
-    FN("readBandwidth", js_read_bandwidth),
+    FN("readBandwidth", js_read_bandwidth), FN("gemm", js_gemm), FN("attentionTrain", js_attention_train),
+    FN("attentionTrainBackward", js_attention_train_backward),
 #undef FN
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

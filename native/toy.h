@@ -17,6 +17,7 @@ enum {
 
 // --- cpu features (set once at load) ---
 extern int toy_has_avx2; // avx2 + fma + f16c
+extern int toy_has_avx512; // avx512f (and avx2): the training GEMM's widest kernel
 
 // --- thread pool (pool.c) ---
 /** fn(ctx, chunk, ith): compute one chunk; ith (< pool size) names the thread, for scratch memory. */
@@ -48,6 +49,34 @@ void k_geglu(const float *g, const float *u, float *out, int64_t n);
 void k_gelu(const float *x, float *out, int64_t n);
 void k_add(const float *a, const float *b, float *out, int64_t n);
 void k_softmax(float *x, int64_t rows, int64_t n);
+
+// --- training: float32 GEMM (gemm.c) and attention with its backward (attention_train.c) ---
+/** C (+)= op(A) · op(B): op(A) is M × K, op(B) is K × N, C is M × N (row stride ldc).
+ *  op(A)[i][k] = transA ? A[k·lda + i] : A[i·lda + k]; likewise op(B)[k][j] with ldb. */
+typedef struct {
+  int64_t M, N, K;
+  const float *A; int64_t lda; int transA;
+  const float *B; int64_t ldb; int transB;
+  float *C; int64_t ldc;
+  int accumulate; // 1: C += product, 0: C = product
+} toy_gemm_t;
+/** On the pool's threads. */
+void k_gemm(const toy_gemm_t *g);
+/** On the calling thread (inside a pool chunk), with thread ith's pack buffers (scratch slots 2, 3). */
+void gemm_serial(const toy_gemm_t *g, int ith);
+
+typedef struct {
+  int64_t B, T, H, KV, D; // sequences, rows per sequence, heads, KV heads, head size
+  float scale, softcap;
+  int64_t window;         // 0: unlimited
+  int causal;
+} toy_attn_shape_t;
+/** out [B·T, H·D] and probs [B, H, T, T] (the softmax, kept for the backward) from
+ *  q [B·T, H, D], k, v [B·T, KV, D]. */
+void k_attention_train(const toy_attn_shape_t *s, const float *q, const float *k, const float *v, float *out, float *probs);
+/** dq, dk, dv += the gradients of attention at ∂out = dout. */
+void k_attention_train_backward(const toy_attn_shape_t *s, const float *q, const float *k, const float *v, const float *probs,
+                                const float *dout, float *dq, float *dk, float *dv);
 
 // --- half floats ---
 static inline float f16_to_f32(uint16_t h) {

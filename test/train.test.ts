@@ -11,6 +11,7 @@ import { loadModel } from "../src/archs/index.js";
 import { lossAndGradients } from "../src/engines/trainForward.js";
 import { warmStart } from "../src/recipes/warmStart.js";
 import { fixtures } from "./helpers/fixtures.js";
+import { cpuBackend, type Device } from "../src/backends/index.js";
 import { toy } from "./helpers/cli.js";
 
 interface TrainRef {
@@ -48,10 +49,13 @@ function checkGradients(m: string, grads: Map<string, Float32Array>, ref: TrainR
   }
 }
 
-for (const m of MODELS) {
-  test(`${m}: warm-start matches PyTorch (5 AdamW losses, step-0 gradients)`, { skip: fx.skip }, () => {
+const cpu = cpuBackend();
+const BACKENDS: [Device, string | false][] = [["ts", false], ["cpu", "error" in cpu ? `no native backend (${cpu.error})` : false]];
+
+for (const m of MODELS) for (const [backend, noBackend] of BACKENDS) {
+  test(`${m}: warm-start on ${backend} matches PyTorch (5 AdamW losses, step-0 gradients)`, { skip: fx.skip || noBackend }, () => {
     const ref = readRef(m);
-    const run = warmStart.realize(modelPath(m), OPTIONS);
+    const run = warmStart.realize(modelPath(m), { ...OPTIONS, backend });
     const T = ref.batch.input.length;
     const batch = { input: Int32Array.from(ref.batch.input), target: Int32Array.from(ref.batch.target), batch: 1, seq: T };
     const losses: number[] = [];
@@ -70,7 +74,7 @@ test("gradient accumulation: two identical micro-batches give the one-batch grad
   const batch = { input: Int32Array.from(ref.batch.input), target: Int32Array.from(ref.batch.target), batch: 1, seq: T };
   const a = warmStart.realize(modelPath("llama3-tiny"), { ...OPTIONS, accum: 2 }).step([batch, batch]);
   const one = warmStart.realize(modelPath("llama3-tiny"), OPTIONS);
-  const b = lossAndGradients(one.config, one.params, batch);
+  const b = lossAndGradients(one.config, one.params, batch, one.trainer.setup);
   assert.ok(rel(a.loss, b.loss) < 1e-6);
   for (const [name, g] of b.grads) g.forEach((x, i) => assert.ok(Math.abs(a.grads.get(name)![i] - x) <= 1e-6 * (Math.abs(x) + 1e-3), name));
 });
@@ -101,7 +105,7 @@ for (const m of ["llama3-tiny", "olmoe-tiny"]) {
       assert.deepEqual(events.map((e) => e.event), ["run_start", "step", "step", "step", "step", "step", "checkpoint", "run_end"]);
       const start = events[0];
       assert.equal(start.seed, 0);
-      assert.equal(start.backend, "ts");
+      assert.equal(start.backend, "error" in cpu ? "ts" : "cpu", "the default backend: cpu when it built");
       assert.ok(start.config.arch && start.versions.toy && start.versions.node);
       const steps = events.filter((e) => e.event === "step");
       for (const s of steps) for (const k of ["step", "loss", "lr", "grad_norm", "tokens_per_s"]) assert.equal(typeof s[k], "number", k);

@@ -2,6 +2,9 @@
 // gradient back to the values it was computed from. The inference path never touches this;
 // training builds a tape by calling the differentiable ops in ./ops on Vars.
 
+import type { TrainKernels } from "./kernels/index.js";
+import { tsTrainKernels } from "./kernels/ts.js";
+
 /** A value on a tape: data (row-major, float32), its shape, and ∂loss/∂value once known. */
 export class Var {
   /** ∂loss/∂value, allocated on first use. */
@@ -33,6 +36,9 @@ export class Var {
 /** The record of one forward computation, replayed backwards by `backward(loss)`. */
 export class Tape {
   private readonly nodes: Var[] = [];
+
+  /** `kernels`: the backend that runs the ops' heavy products (the ts reference by default). */
+  constructor(readonly kernels: TrainKernels = tsTrainKernels) {}
 
   /** A trainable leaf (its grad is what training reads). */
   param(data: Float32Array, shape: readonly number[]): Var {

@@ -7,6 +7,8 @@ import { AdamW } from "../optim/adamw.js";
 import { clipGradNorm } from "../optim/clip.js";
 import { learningRate, type ScheduleKind } from "../optim/schedule.js";
 import { Tape } from "../autograd/tape.js";
+import { trainKernelsFor, type TrainKernels } from "../autograd/kernels/index.js";
+import { selectBackend, type Device } from "../backends/index.js";
 import { crossEntropy } from "../autograd/ops/crossEntropy.js";
 import { lossAndGradients, trainingForward, type Batch, type Parameters, type TrainSetup } from "./trainForward.js";
 
@@ -23,6 +25,15 @@ export interface TrainOptions {
   /** Micro-batches per step. */
   accum: number;
   seed: number;
+}
+
+/** Options of a recipe's realize(): the training options and the backend to train on
+ *  (default: cpu when the native backend built, else ts). */
+export type RunOptions = Partial<TrainOptions> & { backend?: Device };
+
+/** The training kernels of a backend name, or of the default backend. */
+export function trainKernels(backend?: Device): TrainKernels {
+  return trainKernelsFor(backend ?? selectBackend(undefined, { quiet: true }));
 }
 
 export const DEFAULT_TRAIN_OPTIONS: TrainOptions = {
@@ -78,7 +89,7 @@ export class Trainer {
 
   /** The mean loss of a batch under the current parameters (no update). */
   evaluate(batch: Batch): number {
-    const tape = new Tape();
+    const tape = new Tape(this.setup.kernels);
     return crossEntropy(trainingForward(tape, this.config, this.params, batch, this.setup).logits, batch.target).data[0];
   }
 }

@@ -5,6 +5,7 @@
 
 import type { ModelConfig } from "../archs/config.js";
 import { Tape, type Var } from "../autograd/tape.js";
+import type { TrainKernels } from "../autograd/kernels/index.js";
 import {
   add, attention, combineExperts, crossEntropy, embedding, gatherRows, geglu, gelu, layerNorm, linear,
   reshape, rmsNorm, rope, ropeFrequencies, scale, sliceCols, sliceRows, softcap, softmax, swiglu,
@@ -34,10 +35,12 @@ export interface Adapter {
 }
 
 /** Which parameters train: `frozen` ones are constants on the tape (no gradient, no update);
- *  `adapters` add a low-rank term to the weights they name (LoRA). */
+ *  `adapters` add a low-rank term to the weights they name (LoRA). `kernels`: the backend that
+ *  runs the products (default: the ts reference). */
 export interface TrainSetup {
   frozen?: ReadonlySet<string>;
   adapters?: ReadonlyMap<string, Adapter>;
+  kernels?: TrainKernels;
 }
 
 export interface LossAndGradients {
@@ -172,7 +175,7 @@ export function trainingForward(tape: Tape, c: ModelConfig, params: Parameters, 
 
 /** Mean next-token cross-entropy of a batch and ∂loss/∂θ for every trainable parameter (zeros where unused). */
 export function lossAndGradients(c: ModelConfig, params: Parameters, batch: Batch, setup: TrainSetup = {}): LossAndGradients {
-  const tape = new Tape();
+  const tape = new Tape(setup.kernels);
   const { logits, leaves } = trainingForward(tape, c, params, batch, setup);
   const loss = crossEntropy(logits, batch.target);
   tape.backward(loss);

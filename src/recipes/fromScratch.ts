@@ -9,7 +9,7 @@
 
 import type { ModelConfig } from "../archs/config.js";
 import { configOf } from "../archs/index.js";
-import { DEFAULT_TRAIN_OPTIONS, Trainer, type TrainOptions } from "../engines/train.js";
+import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type TrainOptions } from "../engines/train.js";
 import { Rng } from "../engines/rng.js";
 import { parametersFromFile, writeCheckpoint } from "../engines/trainParams.js";
 import { UsageError } from "../errors.js";
@@ -36,7 +36,7 @@ export const SCRATCH_CONFIGS: Record<string, ScratchShape> = {
 };
 export const DEFAULT_SCRATCH_CONFIG = "tiny";
 
-export interface ScratchOptions extends Partial<TrainOptions> {
+export interface ScratchOptions extends RunOptions {
   /** Seed of the initial weights (default: the training seed). */
   initSeed?: number;
   /** Scale the residual-writing matrices by 1/√(2·layers) (default true). */
@@ -149,14 +149,14 @@ export function initialModelBytes(c: ModelConfig, seed: number, residualScaling 
 export const fromScratch = {
   name: "from-scratch",
   realize(configOrName: string | ModelConfig = DEFAULT_SCRATCH_CONFIG, options: ScratchOptions = {}): RealizedRun {
-    const { initSeed, residualScaling, initStd, ...train } = options;
+    const { initSeed, residualScaling, initStd, backend, ...train } = options;
     const trainOptions: TrainOptions = { ...DEFAULT_TRAIN_OPTIONS, ...train };
     const requested = resolveScratchConfig(configOrName);
     const name = typeof configOrName === "string" ? `toy-${configOrName}` : "toy-from-scratch";
     const source = parseGGUF(initialModelBytes(requested, initSeed ?? trainOptions.seed, residualScaling ?? true, initStd ?? 0.02, name), `<${name}>`);
     const config = configOf(source);
     const params = parametersFromFile(source);
-    const trainer = new Trainer(config, params, trainOptions);
+    const trainer = new Trainer(config, params, trainOptions, { kernels: trainKernels(backend) });
     return {
       source, config, params, trainer,
       step: (batch) => trainer.step(batch),

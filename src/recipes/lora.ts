@@ -7,7 +7,7 @@
 // Inside the trainer A is kept transposed (Aᵀ: ggml dims [rank, in]), so B A = linear(B, Aᵀ).
 
 import { configOf } from "../archs/index.js";
-import { DEFAULT_TRAIN_OPTIONS, Trainer, type TrainOptions } from "../engines/train.js";
+import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type TrainOptions } from "../engines/train.js";
 import { Rng } from "../engines/rng.js";
 import type { Adapter, Parameters } from "../engines/trainForward.js";
 import { parametersFromFile, writeCheckpoint } from "../engines/trainParams.js";
@@ -21,14 +21,14 @@ import type { RealizedRun } from "./warmStart.js";
 
 export const DEFAULT_LORA_TARGETS = ["attn_q", "attn_v"] as const;
 
-export interface LoraOptions extends Partial<TrainOptions> {
+export type LoraOptions = RunOptions & {
   rank: number;
   alpha: number;
   /** Matrix names without `blk.N.` and `.weight` (attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down, …). */
   targets: readonly string[];
   /** Start from this adapter file instead of fresh A, B (resuming). */
   adapter?: string;
-}
+};
 
 /** A loaded adapter: for each base tensor, A [rank, in] and B [out, rank] row-major. */
 export interface LoraAdapter {
@@ -119,7 +119,7 @@ export function applyLoraAdapter(base: GGUFFile, adapterPath: string): GGUFFile 
 export const lora = {
   name: "lora",
   realize(model: string | GGUFFile, options: LoraOptions): LoraRun {
-    const { rank, alpha, targets: targetNames, adapter, ...train } = options;
+    const { rank, alpha, targets: targetNames, adapter, backend, ...train } = options;
     if (!(rank >= 1)) throw new UsageError(`lora: rank must be at least 1, got ${rank}`);
     const trainOptions: TrainOptions = { ...DEFAULT_TRAIN_OPTIONS, ...train };
     const source = typeof model === "string" ? readGGUF(model) : model;
@@ -153,7 +153,7 @@ export const lora = {
       params.values.set(bn, b); params.dims.set(bn, [rank, out]);
       adapters.set(name, { a: at, b: bn, scale });
     }
-    const trainer = new Trainer(config, params, trainOptions, { frozen, adapters });
+    const trainer = new Trainer(config, params, trainOptions, { frozen, adapters, kernels: trainKernels(backend) });
     const factors = (name: string) => {
       const [inn, out] = params.dims.get(name)!;
       return { inn, out, a: transpose(params.values.get(`${name}.lora_at`)!, inn, rank), b: params.values.get(`${name}.lora_b`)! };

@@ -5,7 +5,7 @@
 import { configOf } from "../archs/index.js";
 import type { ModelConfig } from "../archs/config.js";
 import { readGGUF, type GGUFFile } from "../io/gguf/reader.js";
-import { DEFAULT_TRAIN_OPTIONS, Trainer, type StepResult, type TrainOptions } from "../engines/train.js";
+import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type StepResult } from "../engines/train.js";
 import type { Batch, Parameters } from "../engines/trainForward.js";
 import { parametersFromFile, writeCheckpoint } from "../engines/trainParams.js";
 
@@ -20,11 +20,12 @@ export interface RealizedRun {
 
 export const warmStart = {
   name: "warm-start",
-  realize(model: string | GGUFFile, options: Partial<TrainOptions> = {}): RealizedRun {
+  realize(model: string | GGUFFile, options: RunOptions = {}): RealizedRun {
+    const { backend, ...train } = options;
     const source = typeof model === "string" ? readGGUF(model) : model;
     const config = configOf(source);
     const params = parametersFromFile(source);
-    const trainer = new Trainer(config, params, { ...DEFAULT_TRAIN_OPTIONS, ...options });
+    const trainer = new Trainer(config, params, { ...DEFAULT_TRAIN_OPTIONS, ...train }, { kernels: trainKernels(backend) });
     return {
       source, config, params, trainer,
       step: (batch) => trainer.step(batch),

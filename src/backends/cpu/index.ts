@@ -13,7 +13,7 @@ export { selfTest, type SelfTestResult } from "./selftest.js";
 
 export interface CpuBackend {
   kernels: Kernels;
-  info: { simd: string; threads: number };
+  info: { simd: string; gemm: string; threads: number };
   /** The file's bytes, memory-mapped (no copy; unmapped when garbage-collected). */
   mapFile(path: string): Uint8Array;
   /** Resize the thread pool (results do not depend on it). */

@@ -17,7 +17,17 @@ export interface NativeAddon {
   dequantize(w: Uint8Array, type: number, rows: number, cols: number, out: Float32Array): void;
   mapFile(path: string): Uint8Array;
   setThreads(n: number): void;
-  info(): { simd: string; threads: number };
+  /** simd: the inference kernels' instruction set; gemm: the training GEMM's. */
+  info(): { simd: string; gemm: string; threads: number };
+  /** C (+)= op(A) · op(B) in float32: op(A) is M × K, op(B) K × N (transposed when trans = 1). */
+  gemm(a: Float32Array, lda: number, transA: number, b: Float32Array, ldb: number, transB: number, c: Float32Array, ldc: number,
+    M: number, N: number, K: number, accumulate: number): void;
+  /** Training attention: out [B·T, H·D] and the softmax probs [B, H, T, T]. */
+  attentionTrain(B: number, T: number, H: number, KV: number, D: number, scale: number, softcap: number, window: number, causal: number,
+    q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, probs: Float32Array): void;
+  /** dq, dk, dv += attention's gradients at ∂out. */
+  attentionTrainBackward(B: number, T: number, H: number, KV: number, D: number, scale: number, softcap: number, window: number, causal: number,
+    q: Float32Array, k: Float32Array, v: Float32Array, probs: Float32Array, dout: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array): void;
   /** Memory read bandwidth in bytes/s with `threads` threads (for the benchmark's bound). */
   readBandwidth(threads: number): number;
   /** Bytes of one row of `cols` values of `type` (0: unsupported). */

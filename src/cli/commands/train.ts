@@ -23,6 +23,8 @@ import { DEFAULT_SCRATCH_CONFIG, fromScratch, SCRATCH_CONFIGS } from "../../reci
 import { DEFAULT_LORA_TARGETS, lora } from "../../recipes/lora.js";
 import { warmStart, type RealizedRun } from "../../recipes/warmStart.js";
 import { float, int } from "../common.js";
+import { selectBackend, type Device } from "../../backends/index.js";
+import { backendOptions } from "./options.js";
 import { resolveModelPath } from "../modelNames.js";
 
 type Recipe = "from-scratch" | "warm-start" | "lora";
@@ -52,6 +54,8 @@ interface TrainFlags {
   alpha?: number;
   targets?: string[];
   merge?: boolean;
+  backend?: string;
+  threads?: number;
 }
 
 /** What a checkpoint records to rebuild its run (state.json "run"). */
@@ -116,6 +120,7 @@ function trainingFlags(cmd: Command, recipe: Recipe): Command {
       .option("--targets <list>", "the matrices to adapt, by GGUF name without blk.N. and .weight", targetList, [...DEFAULT_LORA_TARGETS])
       .option("--merge", "also write the merged model (base + adapter) as weights/merged.gguf");
   }
+  backendOptions(cmd);
   return cmd.option("--json", "print the toy/v1 events as JSON lines (no progress bar)");
 }
 
@@ -174,8 +179,8 @@ function optionsOf(f: TrainFlags): TrainOptions {
 }
 
 /** Build the model of a run: fresh, or from a checkpoint's weights. */
-function realize(spec: RunSpec, ckpt?: Checkpoint): RealizedRun {
-  const options = optionsOf(spec.flags);
+function realize(spec: RunSpec, backend: Device, ckpt?: Checkpoint): RealizedRun {
+  const options = { ...optionsOf(spec.flags), backend };
   if (spec.recipe === "lora") {
     return lora.realize(spec.modelPath!, { ...options, rank: spec.flags.rank!, alpha: spec.flags.alpha!, targets: spec.flags.targets!, adapter: ckpt?.ggufPath });
   }
@@ -216,7 +221,8 @@ function resumeRun(dir: string): Promise<void> {
 
 async function train(spec: RunSpec, bundle: RunBundle, ckpt?: Checkpoint): Promise<void> {
   const { flags } = spec;
-  const run = realize(spec, ckpt);
+  const backend = selectBackend(flags.backend, { threads: flags.threads });
+  const run = realize(spec, backend, ckpt);
   const rng = new Rng(flags.seed);
   let nextBatch: () => Batch;
   let validation: Batch | null = null;
@@ -256,7 +262,7 @@ async function train(spec: RunSpec, bundle: RunBundle, ckpt?: Checkpoint): Promi
   if (!ckpt) {
     log.emit({
       event: "run_start", run_id: bundle.id, recipe: spec.recipe, model: spec.modelPath ?? `${flags.config ?? DEFAULT_SCRATCH_CONFIG} (from scratch)`,
-      data: flags.ids ?? spec.dataPath, config: run.config, options, seed: flags.seed, backend: "ts",
+      data: flags.ids ?? spec.dataPath, config: run.config, options, seed: flags.seed, backend,
       versions: { toy: toyVersion(), node: process.versions.node },
       ...(spec.recipe === "lora" ? { lora: { rank: flags.rank, alpha: flags.alpha, targets: flags.targets } } : {}),
     });

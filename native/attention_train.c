@@ -1,0 +1,103 @@
+// Attention for training: the forward keeps the softmax P of every (sequence, head), and the
+// backward turns ∂out into ∂q, ∂k, ∂v. Per head, with S = scale · Q Kᵀ (soft-capped), P = softmax
+// over the keys a query may see (causal and/or sliding window), out = P V:
+//   ∂V = Pᵀ ∂out,  ∂P = ∂out Vᵀ,  ∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P)),
+//   ∂raw = ∂S ⊙ (1 − tanh²) · scale,  ∂Q = ∂raw K,  ∂K = ∂rawᵀ Q.
+// Every product is a GEMM on the calling thread (gemm_serial). Masked entries of P are exact
+// zeros, so they add nothing. The forward runs one (sequence, head) per chunk; the backward one
+// (sequence, KV head) per chunk, its query heads in order, so each ∂k, ∂v row has one writer
+// and a fixed summation order: the same bits for any thread count.
+#include <math.h>
+#include <string.h>
+#include "toy.h"
+
+typedef struct {
+  const toy_attn_shape_t *s;
+  const float *q, *k, *v, *probs, *dout;
+  float *out, *probsOut, *dq, *dk, *dv;
+} attn_ctx_t;
+
+static inline int64_t first_key(const toy_attn_shape_t *s, int64_t t) { return s->window > 0 && t - s->window + 1 > 0 ? t - s->window + 1 : 0; }
+static inline int64_t last_key(const toy_attn_shape_t *s, int64_t t) { return s->causal ? t : s->T - 1; }
+
+/** S = Q_h K_hᵀ for sequence b, head h, into s (T × T). */
+static void scores(const toy_attn_shape_t *s, const float *q, const float *k, int64_t b, int64_t h, float *S, int ith) {
+  const int64_t T = s->T, D = s->D, kvh = h / (s->H / s->KV);
+  const toy_gemm_t g = { T, T, D, q + b * T * s->H * D + h * D, s->H * D, 0, k + b * T * s->KV * D + kvh * D, s->KV * D, 1, S, T, 0 };
+  gemm_serial(&g, ith);
+}
+
+static void forward_chunk(void *ctx, int64_t chunk, int ith) {
+  const attn_ctx_t *a = ctx;
+  const toy_attn_shape_t *s = a->s;
+  const int64_t T = s->T, D = s->D, H = s->H, b = chunk / H, h = chunk % H, kvh = h / (H / s->KV);
+  float *P = a->probsOut + chunk * T * T;
+  scores(s, a->q, a->k, b, h, P, ith);
+  for (int64_t t = 0; t < T; t++) {
+    float *row = P + t * T;
+    const int64_t j0 = first_key(s, t), j1 = last_key(s, t);
+    float max = -INFINITY;
+    for (int64_t j = j0; j <= j1; j++) {
+      float x = row[j] * s->scale;
+      if (s->softcap > 0) x = s->softcap * tanhf(x / s->softcap);
+      row[j] = x;
+      if (x > max) max = x;
+    }
+    double sum = 0;
+    for (int64_t j = j0; j <= j1; j++) sum += row[j] = expf(row[j] - max);
+    const float inv = (float)(1.0 / sum);
+    for (int64_t j = 0; j < T; j++) row[j] = j < j0 || j > j1 ? 0.0f : row[j] * inv;
+  }
+  const toy_gemm_t o = { T, D, T, P, T, 0, a->v + b * T * s->KV * D + kvh * D, s->KV * D, 0, a->out + b * T * H * D + h * D, H * D, 0 };
+  gemm_serial(&o, ith);
+}
+
+void k_attention_train(const toy_attn_shape_t *s, const float *q, const float *k, const float *v, float *out, float *probs) {
+  attn_ctx_t a = { .s = s, .q = q, .k = k, .v = v, .out = out, .probsOut = probs };
+  pool_for(forward_chunk, &a, s->B * s->H);
+}
+
+static void backward_chunk(void *ctx, int64_t chunk, int ith) {
+  const attn_ctx_t *a = ctx;
+  const toy_attn_shape_t *s = a->s;
+  const int64_t T = s->T, D = s->D, H = s->H, KV = s->KV, group = H / KV, b = chunk / KV, kvh = chunk % KV;
+  float *dS = pool_scratch(ith, 0, (size_t)(T * T) * sizeof(float));
+  float *raw = s->softcap > 0 ? pool_scratch(ith, 1, (size_t)(T * T) * sizeof(float)) : NULL;
+  const float *K = a->k + b * T * KV * D + kvh * D, *V = a->v + b * T * KV * D + kvh * D;
+  float *dK = a->dk + b * T * KV * D + kvh * D, *dV = a->dv + b * T * KV * D + kvh * D;
+  for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
+    const float *P = a->probs + (b * H + h) * T * T;
+    const float *Q = a->q + b * T * H * D + h * D, *dO = a->dout + b * T * H * D + h * D;
+    float *dQ = a->dq + b * T * H * D + h * D;
+    const toy_gemm_t dp = { T, T, D, dO, H * D, 0, V, KV * D, 1, dS, T, 0 }; // ∂P = ∂out Vᵀ
+    gemm_serial(&dp, ith);
+    if (raw) scores(s, a->q, a->k, b, h, raw, ith);
+    for (int64_t t = 0; t < T; t++) {
+      const float *p = P + t * T;
+      float *d = dS + t * T;
+      double dot = 0;
+      for (int64_t j = 0; j < T; j++) dot += (double)p[j] * d[j];
+      const float sum = (float)dot;
+      for (int64_t j = 0; j < T; j++) {
+        float g = p[j] * (d[j] - sum);
+        if (raw && p[j] != 0) {
+          const float th = tanhf(raw[t * T + j] * s->scale / s->softcap);
+          g *= 1 - th * th;
+        }
+        d[j] = g * s->scale;
+      }
+    }
+    const toy_gemm_t gq = { T, D, T, dS, T, 0, K, KV * D, 0, dQ, H * D, 1 };  // ∂Q += ∂raw K
+    const toy_gemm_t gk = { T, D, T, dS, T, 1, Q, H * D, 0, dK, KV * D, 1 };  // ∂K += ∂rawᵀ Q
+    const toy_gemm_t gv = { T, D, T, P, T, 1, dO, H * D, 0, dV, KV * D, 1 };  // ∂V += Pᵀ ∂out
+    gemm_serial(&gq, ith);
+    gemm_serial(&gk, ith);
+    gemm_serial(&gv, ith);
+  }
+}
+
+void k_attention_train_backward(const toy_attn_shape_t *s, const float *q, const float *k, const float *v, const float *probs,
+                                const float *dout, float *dq, float *dk, float *dv) {
+  attn_ctx_t a = { .s = s, .q = q, .k = k, .v = v, .probs = probs, .dout = dout, .dq = dq, .dk = dk, .dv = dv };
+  pool_for(backward_chunk, &a, s->B * s->KV);
+}
