@@ -1,10 +1,13 @@
-// npm run bench [-- --json] [--reps N] [--threads N] [--only synthetic|smollm2] [--no-peers]
+// npm run bench [-- --json] [--reps N] [--threads N] [--only synthetic|smollm2|training] [--no-peers]
 //
 // Prompt processing (128 tokens) and generation (64 tokens) speed and peak memory of toy's cpu
 // backend next to llama.cpp on the same files with the same threads: node-llama-cpp (npm) and
 // native llama-bench. Runs are interleaved and repeated; medians are reported. Generation is
 // also compared with the memory-bandwidth bound: measured read bandwidth ÷ weight bytes/token.
+// The training row (bench/trainRun.ts): tokens/s and FLOP/s of AdamW steps on the cpu backend
+// next to the machine's measured float32 matrix-multiply peak.
 
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuBackend } from "../src/backends/index.js";
@@ -59,9 +62,35 @@ async function peerRun(model: string): Promise<Measurement | { error: string }> 
   return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Measurement;
 }
 
+/** The training row: its own process, median of `reps` runs by tokens/s. */
+function trainingRow(): Record<string, unknown> | null {
+  const runsOf: Record<string, number>[] = [];
+  for (let r = 0; r < reps; r++) {
+    const p = spawnSync(process.execPath, [fileURLToPath(new URL("./trainRun.js", import.meta.url)), String(threads)], { encoding: "utf8" });
+    if (p.status !== 0) { log(`training run failed: ${p.stderr.trim().split("\n").at(-1)}`); continue; }
+    runsOf.push(JSON.parse(p.stdout.trim().split("\n").at(-1)!));
+    log(`rep ${r + 1}/${reps} training: ${fmt(runsOf.at(-1)!.tokens_per_s)} tokens/s, ${fmt(runsOf.at(-1)!.flops / 1e9)} of ${fmt(runsOf.at(-1)!.peak_flops / 1e9)} GFLOP/s`);
+  }
+  if (!runsOf.length) return null;
+  const mid = runsOf.sort((a, b) => a.tokens_per_s - b.tokens_per_s)[(runsOf.length - 1) >> 1];
+  return { bench: "training", backend: "cpu", threads, ...mid };
+}
+
+function printTraining(row: Record<string, unknown>): void {
+  const g = (x: unknown) => fmt((x as number) / 1e9);
+  process.stdout.write(`\ntraining (cpu, ${threads} threads): ${row.model}, ${(row.params as number / 1e6).toFixed(1)}M parameters\n` +
+    `| tokens/s | GFLOP/s (6·P·tokens/s) | matmul peak GFLOP/s | fraction of peak |\n| --- | --- | --- | --- |\n` +
+    `| ${fmt(row.tokens_per_s as number)} | ${g(row.flops)} | ${g(row.peak_flops)} | ${fmt(row.fraction as number, 2)} |\n`);
+}
+
 async function main(): Promise<void> {
   const cpu = cpuBackend();
   if ("error" in cpu) throw new Error(`the cpu backend is not built: ${cpu.error}`);
+  if (only === "training") {
+    const row = trainingRow();
+    if (row) { if (json) process.stdout.write(JSON.stringify(row) + "\n"); else printTraining(row); }
+    return;
+  }
   const models: { name: string; path: string }[] = [];
   if (only !== "smollm2") for (const t of BENCH_TYPES) models.push({ name: "smollm2-shape (random)", path: ensureBenchModel(join(benchDir, "models"), t, log) });
   const fx = fixturesDir();
@@ -114,8 +143,10 @@ async function main(): Promise<void> {
       }
     }
   }
+  const training = only === "all" ? trainingRow() : null;
   if (json) {
     for (const row of rows) process.stdout.write(JSON.stringify(row) + "\n");
+    if (training) process.stdout.write(JSON.stringify(training) + "\n");
     return;
   }
   const head = ["model", "type", "phase", "peer", "toy t/s", "peer t/s", "ratio", "bound t/s", "toy/bound", "toy RSS MB", "peer RSS MB"];
@@ -128,6 +159,7 @@ async function main(): Promise<void> {
   const line = (cells: string[]) => "| " + cells.map((c, i) => c.padEnd(widths[i])).join(" | ") + " |";
   process.stdout.write([line(head), line(widths.map((w) => "-".repeat(w))), ...table.map(line)].join("\n") + "\n");
   process.stdout.write(`\nthreads ${threads}; medians of ${reps} interleaved runs; read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s\n`);
+  if (training) printTraining(training);
 }
 
 function fmt(x: number | undefined, digits = 1): string {
