@@ -28,7 +28,7 @@ export interface ScratchShape {
   contextLength: number;
 }
 
-/** Named configs. `tiny` trains to readable byte-level text in ~2–3 minutes on the ts backend. */
+/** Named configs. `tiny` trains to readable byte-level text in ~2–3 minutes on the ts backend (well under one on cpu). */
 export const SCRATCH_CONFIGS: Record<string, ScratchShape> = {
   nano: { nEmbd: 32, nLayer: 2, nHead: 2, nKVHead: 2, nFF: 96, contextLength: 64 },
   tiny: { nEmbd: 64, nLayer: 2, nHead: 4, nKVHead: 4, nFF: 192, contextLength: 128 },
