@@ -1,6 +1,6 @@
 // Run events, schema toy/v1: one JSON object per line of runs/<id>/events.jsonl (and of
 // `toy train --json`). Every event has schema, event and time; the rest depends on the event:
-//   run_start   run_id, recipe, model, config, options, seed, backend, versions
+//   run_start   run_id, recipe, model, data, data_format, config, options, seed, backend, versions
 //   step        step, loss, lr, grad_norm, tokens, tokens_per_s
 //   eval        step, val_loss
 //   checkpoint  step, path

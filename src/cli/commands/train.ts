@@ -3,8 +3,9 @@
 // weights/step-N.gguf checkpoints with their optimizer and random state, and weights/final.gguf.
 // Data: --ids FILE trains on one fixed batch (a JSON array of T+1 ids: input = all but the last,
 // target = all but the first), for checking against other frameworks; otherwise seeded random
-// windows of a text (--data FILE, default: the corpus shipped in assets/corpus), tokenized with
-// the model's tokenizer, the last 10% held out for the validation loss.
+// windows of --data FILE (default: the corpus shipped in assets/corpus): a text tokenized with the
+// model's tokenizer, or pre-tokenized uint16/uint32 ids (io/runs/corpus.ts says which), the last
+// 10% held out for the validation loss (io/runs/windows.ts).
 
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -18,12 +19,13 @@ import { EventLog } from "../../engines/trainEvents.js";
 import { restoreTrainingState, saveTrainingState } from "../../engines/trainState.js";
 import { tokenizerFromMetadata } from "../../io/tokenizer/index.js";
 import { RunBundle, type Checkpoint } from "../../io/runs/bundle.js";
-import { defaultCorpusPath, readCorpus } from "../../io/runs/corpus.js";
+import { corpusTokens, DATA_FORMATS, dataFormatOf, defaultCorpusPath, type DataFormat } from "../../io/runs/corpus.js";
+import { trainingData } from "../../io/runs/windows.js";
 import { DEFAULT_SCRATCH_CONFIG, fromScratch, SCRATCH_CONFIGS } from "../../recipes/fromScratch.js";
 import { DEFAULT_LORA_TARGETS, lora } from "../../recipes/lora.js";
 import { warmStart, type RealizedRun } from "../../recipes/warmStart.js";
 import { float, int } from "../common.js";
-import { selectBackend, type Device } from "../../backends/index.js";
+import { cpuBackend, selectBackend, type Device } from "../../backends/index.js";
 import { backendOptions } from "./options.js";
 import { resolveModelPath } from "../modelNames.js";
 
@@ -33,6 +35,7 @@ interface TrainFlags {
   model?: string;
   config?: string;
   data?: string;
+  dataFormat?: DataFormat;
   ids?: string;
   steps: number;
   batch: number;
@@ -62,9 +65,10 @@ interface TrainFlags {
 interface RunSpec {
   recipe: Recipe;
   flags: TrainFlags;
-  /** The resolved model file (warm-start, lora) and data file. */
+  /** The resolved model file (warm-start, lora) and data file, and the data's format. */
   modelPath?: string;
   dataPath?: string;
+  dataFormat?: DataFormat;
 }
 
 function betas(value: string): [number, number] {
@@ -96,11 +100,12 @@ function trainingFlags(cmd: Command, recipe: Recipe): Command {
     cmd.option("--model <path>", "the GGUF model to start from (a path or a model name)");
   }
   cmd
-    .option("--data <file>", recipe === "from-scratch" ? "a text file to train on (default: the corpus shipped with toy)" : "a text file to train on (tokenized with the model's tokenizer)")
+    .option("--data <file>", `the data to train on: a text (tokenized with the model's tokenizer) or pre-tokenized ids (see --data-format)${recipe === "from-scratch" ? "; default: the corpus shipped with toy" : ""}`)
+    .addOption(new Option("--data-format <format>", "how --data is read: text, or little-endian uint16/uint32 token ids (default: by extension, .bin/.u16 → u16, .u32 → u32, else text)").choices([...DATA_FORMATS]))
     .option("--ids <file>", "a JSON array of T+1 token ids: the one batch of every step")
     .option("--steps <n>", "optimizer steps", int("--steps", 1), r.steps)
-    .option("--batch <n>", "sequences per micro-batch (text data)", int("--batch", 1), r.batch)
-    .option("--seq <n>", "tokens per sequence (text data)", int("--seq", 1), r.seq)
+    .option("--batch <n>", "sequences per micro-batch (not with --ids)", int("--batch", 1), r.batch)
+    .option("--seq <n>", "tokens per sequence (not with --ids)", int("--seq", 1), r.seq)
     .option("--lr <x>", "peak learning rate", float("--lr", 0), r.lr)
     .option("--betas <b1,b2>", "AdamW betas", betas, d.betas)
     .option("--eps <x>", "AdamW epsilon", float("--eps", 0), d.eps)
@@ -110,7 +115,7 @@ function trainingFlags(cmd: Command, recipe: Recipe): Command {
     .option("--clip <x>", "global gradient-norm clipping (0: off)", float("--clip", 0), d.clip)
     .option("--accum <n>", "micro-batches per step (gradient accumulation)", int("--accum", 1), d.accum)
     .option("--seed <n>", "random seed (initial weights, data windows)", int("--seed", 0), d.seed)
-    .option("--eval-every <n>", "validation loss every n steps (text data; 0: start and end only)", int("--eval-every", 0), r.evalEvery)
+    .option("--eval-every <n>", "validation loss every n steps (not with --ids; 0: start and end only)", int("--eval-every", 0), r.evalEvery)
     .option("--save-every <n>", "write a checkpoint every n steps (0: only the final one)", int("--save-every", 0), r.saveEvery)
     .option("--out <dir>", "folder of run bundles (the bundle is DIR/<id>/)", "runs");
   if (recipe === "lora") {
@@ -156,17 +161,6 @@ export function idsBatch(path: string, nVocab: number): Batch {
   return { input: Int32Array.from(ids.slice(0, T)), target: Int32Array.from(ids.slice(1)), batch: 1, seq: T };
 }
 
-/** Seeded random windows of a token stream: B rows of T inputs and their next tokens. */
-function windowBatch(tokens: Int32Array, B: number, T: number, rng: Rng): Batch {
-  const input = new Int32Array(B * T), target = new Int32Array(B * T);
-  for (let b = 0; b < B; b++) {
-    const start = Math.floor(rng.next() * (tokens.length - T));
-    input.set(tokens.subarray(start, start + T), b * T);
-    target.set(tokens.subarray(start + 1, start + T + 1), b * T);
-  }
-  return { input, target, batch: B, seq: T };
-}
-
 function toyVersion(): string {
   return (JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 }
@@ -191,6 +185,7 @@ function realize(spec: RunSpec, backend: Device, ckpt?: Checkpoint): RealizedRun
 
 function startRun(recipe: Recipe, flags: TrainFlags): Promise<void> {
   if (flags.ids !== undefined && flags.data !== undefined) throw new UsageError("give at most one of --ids FILE or --data FILE");
+  if (flags.dataFormat !== undefined && flags.data === undefined) throw new UsageError("--data-format says how --data FILE is read; give --data FILE too");
   if (recipe !== "from-scratch" && flags.ids === undefined && flags.data === undefined) throw new UsageError(`toy train ${recipe} needs --ids FILE or --data FILE`);
   if (recipe !== "from-scratch" && !flags.model) throw new UsageError(`toy train ${recipe} needs --model PATH`);
   if (recipe === "from-scratch" && !SCRATCH_CONFIGS[flags.config ?? DEFAULT_SCRATCH_CONFIG]) {
@@ -203,8 +198,8 @@ function startRun(recipe: Recipe, flags: TrainFlags): Promise<void> {
   };
   if (flags.ids !== undefined) { flags.ids = resolve(flags.ids); idsBatch(flags.ids, Infinity); } // a bad --ids fails before a bundle exists
   const label = recipe === "from-scratch" ? `scratch-${flags.config ?? DEFAULT_SCRATCH_CONFIG}` : `${recipe}-${spec.modelPath!.replace(/^.*[\\/]/, "").replace(/\.gguf$/i, "")}`;
-  const bundle = RunBundle.create(flags.out, label);
-  return train(spec, bundle);
+  // The bundle is made once the model and data have loaded, so a bad --data leaves no empty run.
+  return train(spec, () => RunBundle.create(flags.out, label));
 }
 
 function resumeRun(dir: string): Promise<void> {
@@ -216,10 +211,16 @@ function resumeRun(dir: string): Promise<void> {
     process.stderr.write(`${dir}: the run is already complete (${ckpt.state.step} steps)\n`);
     return Promise.resolve();
   }
-  return train(ckpt.state.run as unknown as RunSpec, bundle, ckpt);
+  return train(ckpt.state.run as unknown as RunSpec, () => bundle, ckpt);
 }
 
-async function train(spec: RunSpec, bundle: RunBundle, ckpt?: Checkpoint): Promise<void> {
+/** A pre-tokenized file is memory-mapped when the native addon is there to map it. */
+function fileMapper() {
+  const cpu = cpuBackend();
+  return "error" in cpu ? undefined : cpu.mapFile;
+}
+
+async function train(spec: RunSpec, openBundle: () => RunBundle, ckpt?: Checkpoint): Promise<void> {
   const { flags } = spec;
   const backend = selectBackend(flags.backend, { threads: flags.threads });
   const run = realize(spec, backend, ckpt);
@@ -230,14 +231,13 @@ async function train(spec: RunSpec, bundle: RunBundle, ckpt?: Checkpoint): Promi
     const batch = idsBatch(flags.ids, run.config.nVocab);
     nextBatch = () => batch;
   } else {
-    const text = readCorpus(spec.dataPath!);
-    const all = Int32Array.from(tokenizerFromMetadata(run.source.metadata, spec.modelPath ?? "<from-scratch>").encode(text));
-    const split = Math.floor(all.length * 0.9);
-    const trainTokens = all.subarray(0, split), val = all.subarray(split);
-    if (trainTokens.length <= flags.seq + 1) throw new UsageError(`--data ${spec.dataPath}: ${all.length} tokens is too few for --seq ${flags.seq}`);
-    nextBatch = () => windowBatch(trainTokens, flags.batch, flags.seq, rng);
-    if (val.length > flags.seq + 1) validation = windowBatch(val, flags.batch, flags.seq, new Rng(flags.seed + 1));
+    // Resolved once and saved with the run, so --resume reads the file the same way.
+    spec.dataFormat ??= dataFormatOf(spec.dataPath!, flags.dataFormat, run.config.nVocab);
+    const encode = (text: string) => tokenizerFromMetadata(run.source.metadata, spec.modelPath ?? "<from-scratch>").encode(text);
+    const all = corpusTokens(spec.dataPath!, spec.dataFormat, run.config.nVocab, encode, fileMapper());
+    ({ nextBatch, validation } = trainingData(all, spec.dataPath!, flags, rng));
   }
+  const bundle = openBundle();
 
   const options = optionsOf(flags);
   const start = ckpt?.state.step ?? 0;
@@ -262,7 +262,7 @@ async function train(spec: RunSpec, bundle: RunBundle, ckpt?: Checkpoint): Promi
   if (!ckpt) {
     log.emit({
       event: "run_start", run_id: bundle.id, recipe: spec.recipe, model: spec.modelPath ?? `${flags.config ?? DEFAULT_SCRATCH_CONFIG} (from scratch)`,
-      data: flags.ids ?? spec.dataPath, config: run.config, options, seed: flags.seed, backend,
+      data: flags.ids ?? spec.dataPath, ...(spec.dataFormat ? { data_format: spec.dataFormat } : {}), config: run.config, options, seed: flags.seed, backend,
       versions: { toy: toyVersion(), node: process.versions.node },
       ...(spec.recipe === "lora" ? { lora: { rank: flags.rank, alpha: flags.alpha, targets: flags.targets } } : {}),
     });
