@@ -7,7 +7,7 @@ import { UsageError } from "../errors.js";
 import { readGGUF } from "../io/gguf/reader.js";
 import { tokenizerFromMetadata, type Tokenizer } from "../io/tokenizer/index.js";
 import { resolveModelPath } from "./modelNames.js";
-import { applyLoraAdapter } from "../recipes/lora.js";
+import { applyLoraAdapter } from "../recipes/loraAdapter.js";
 
 export interface BackendFlags {
   backend?: string;

@@ -18,6 +18,7 @@ interface EvalFlags {
   json?: boolean;
   backend?: string;
   threads?: number;
+  lora?: string;
 }
 
 export function evalCommand(): Command {
@@ -30,7 +31,8 @@ export function evalCommand(): Command {
     .option("--top-k <k>", "the k most likely next tokens to show at each position", int("--top-k", 0), 5)
     .option("--max-tokens <n>", "keep only the first n tokens of the input", int("--max-tokens", 1))
     .option("--window <w>", "score in windows of w tokens, each from an empty cache (perplexity protocol)", int("--window", 2))
-    .option("--json", "print one JSON object");
+    .option("--json", "print one JSON object")
+    .option("--lora <adapter>", "a LoRA adapter GGUF (llama.cpp format) applied to the model at load time");
   backendOptions(cmd);
   return cmd.action((modelPath: string, flags: EvalFlags) => runEval(modelPath, flags));
 }
