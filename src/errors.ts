@@ -32,3 +32,11 @@ export class BackendError extends ToyError {
     this.name = "BackendError";
   }
 }
+
+/** A data file (IDX, PNG, JPEG) that is malformed, truncated or unsupported (exit 3, as a bad model file). */
+export class DataFileError extends ToyError {
+  constructor(message: string) {
+    super(message, EXIT.badModel);
+    this.name = "DataFileError";
+  }
+}

@@ -63,6 +63,21 @@ export { chatTemplateFor, ChatTemplate, parseMessages, type ChatMessage } from "
 export { listModels, resolveModelName, type ModelEntry, type Listing } from "./io/discovery/index.js";
 export { resolveModelPath, defaultModelPath } from "./cli/modelNames.js";
 
+// io: images — IDX (MNIST) and PNG/JPEG class folders, standardization, seeded batches (docs/images.md).
+export {
+  readIdx, parseIdx, encodeIdx, IDX_TYPES,
+  loadMnistDir, loadMnistPair, findMnistFiles,
+  loadImageFolder, readImageFolder, listImageFolder, loadImage, readImage, decodeImage,
+  isGray, toChannels, resizeImage,
+  computeNormalization, normalize, normalizePixels, splitByFraction, standardize,
+  imageSize, sliceImages, selectImages, classCounts,
+  ImageBatches, batchesInOrder, randomTranslate, shuffled, seedFor,
+  type IdxFile, type IdxArray, type IdxTypeCode, type ImageSet, type ImageSplit, type Normalization,
+  type MnistOptions, type MnistFiles, type MnistPair, type ImageFolderOptions, type ImageFolderSplitOptions,
+  type ImageSize, type DecodedImage, type ResizeMethod, type Augmentation,
+  type BatchOptions, type BatchState, type ImageBatch,
+} from "./io/images/index.js";
+
 // Storage types.
 export {
   quantize, dequantize, quantizeRow, dequantizeRow, quantizer, dequantizer, blockSize, rowBytes,
@@ -84,4 +99,4 @@ export { warmStart, fromScratch, lora, type RealizedRun } from "./recipes/index.
 export { renderCard, parseCard, readCard, canonicalConfig, type CardMeta, type ParsedCard } from "./card/index.js";
 
 // Errors and the exit codes they map to.
-export { EXIT, ToyError, UsageError, ModelFileError, BackendError } from "./errors.js";
+export { EXIT, ToyError, UsageError, ModelFileError, BackendError, DataFileError } from "./errors.js";

@@ -28,3 +28,13 @@ export function sharedDataDir(): string | undefined {
 }
 
 export { projectRoot };
+
+/** A data set folder under ../shared/data (beside the fixtures), or a skip reason, printed, when it is absent. */
+export function sharedData(name: string): { dir: string; skip: false } | { dir: ""; skip: string } {
+  const base = sharedDataDir();
+  const dir = base ? join(base, name) : undefined;
+  if (dir && existsSync(dir)) return { dir, skip: false };
+  const msg = `SKIPPED: shared data ${name} not found (set TOY_FIXTURES so that its ../data/${name} exists, or place ../shared/data/${name})`;
+  console.warn(msg);
+  return { dir: "", skip: msg };
+}
