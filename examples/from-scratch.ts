@@ -16,7 +16,7 @@ import {
   DEFAULT_SAMPLING, defaultCorpusPath, fromScratch, generate, loadModelFromFile, lossCurveSvg, readCorpus, readGGUF, Rng,
   SCRATCH_CONFIGS, selectBackend, tokenizerFromMetadata, trainingData, type CurvePoint, type LanguageModel,
 } from "toy";
-import { outputDir, pick, quick } from "./lib/setup.js";
+import { count, outputDir, pick, quick } from "./lib/setup.js";
 
 // --- 1. The model -------------------------------------------------------------------------------
 // A recipe turns a description into something trainable: `realize(config, options)` gives a run
@@ -33,7 +33,7 @@ const shape = SCRATCH_CONFIGS[configName];
 let parameterCount = 0;
 for (const v of run.params.values.values()) parameterCount += v.length;
 console.log(`model: "${configName}", ${shape.nLayer} layers, width ${shape.nEmbd}, ${shape.nHead} heads, ` +
-  `context ${shape.contextLength}: ${(parameterCount / 1e6).toFixed(2)} M parameters${quick ? " (quick mode)" : ""}`);
+  `context ${shape.contextLength}: ${count(parameterCount)} parameters${quick ? " (quick mode)" : ""}`);
 
 // --- 2. The data --------------------------------------------------------------------------------
 // The model's vocabulary is the 256 bytes plus a few control tokens, so any text encodes. Every

@@ -62,14 +62,18 @@ for (const seed of [1, 2, 1]) {
 // --- 4. A chat turn -------------------------------------------------------------------------------
 // An instruction-tuned model expects its conversation format. The GGUF carries it as a Jinja
 // template (tokenizer.chat_template), rendered here exactly as the model's authors wrote it;
-// the answer ends at the template's end-of-turn token. A model without a template (like the
-// from-scratch one) gets a plain fallback format, and answers no better than it was trained to.
-const template = chatTemplateFor(file.metadata, tokenizer);
-const question = "What is the capital of France? Answer in one sentence.";
-const turn = template.encode([{ role: "user", content: question }]);
-const answer = generate(model, turn, { maxTokens: pick(48, 16), sampling: { ...DEFAULT_SAMPLING, temperature: 0 }, stopIds: template.stopIds() });
-console.log(`\n[chat${file.metadata.has("tokenizer.chat_template") ? "" : ", fallback template"}] user: ${question}`);
-console.log(`  assistant: ${tokenizer.decode(answer.tokens).trim()}`);
+// the answer ends at the template's end-of-turn token. A model without one (like the
+// from-scratch model) was never taught to chat, and there is nothing to show.
+if (file.metadata.has("tokenizer.chat_template")) {
+  const template = chatTemplateFor(file.metadata, tokenizer);
+  const question = "What is the capital of France? Answer in one sentence.";
+  const turn = template.encode([{ role: "user", content: question }]);
+  const answer = generate(model, turn, { maxTokens: pick(48, 16), sampling: { ...DEFAULT_SAMPLING, temperature: 0 }, stopIds: template.stopIds() });
+  console.log(`\n[chat] user: ${question}`);
+  console.log(`  assistant: ${tokenizer.decode(answer.tokens).trim()}`);
+} else {
+  console.log("\n[chat] skipped: this model has no chat template (tokenizer.chat_template), so it was not trained to chat");
+}
 
 // --- 5. The loop by hand --------------------------------------------------------------------------
 // What `generate` does, spelled out: read the prompt into a KV cache (one batched forward),
@@ -77,12 +81,15 @@ console.log(`  assistant: ${tokenizer.decode(answer.tokens).trim()}`);
 // probabilities, p(token) = exp(logit − logsumexp(logits)). Here: the three most likely
 // candidates at each step, and greedy's choice.
 console.log("\n[by hand: the three most likely next tokens at each step]");
+// A token's text on its own, as a stream decoder gives it (decode() would drop the space a
+// SentencePiece text starts with).
+const piece = (id: number) => { const d = tokenizer.streamDecoder(); return JSON.stringify(d.push(id) + d.flush()); };
 const cache = model.newCache(promptIds.length + 8);
 let logits = model.forward(Int32Array.from(promptIds), cache, "last").data;   // [vocab]: after the whole prompt
 const chosen: number[] = [];
 for (let i = 0; i < pick(6, 3); i++) {
   const lse = logSumExp(logits);
-  const candidates = topIds(logits, 3).map((id) => `${JSON.stringify(tokenizer.decode([id]))} ${(100 * Math.exp(logits[id] - lse)).toFixed(1)}%`);
+  const candidates = topIds(logits, 3).map((id) => `${piece(id)} ${(100 * Math.exp(logits[id] - lse)).toFixed(1)}%`);
   const next = argmax(logits);
   chosen.push(next);
   console.log(`  step ${i + 1}: ${candidates.join("   ")}`);

@@ -29,7 +29,9 @@ console.log(`model: ${path} (${model.config.arch}, vocabulary ${model.nVocab}, b
 const text = "The cat sat on the mat because it was warm.";
 const ids = tokenizer.encode(text);
 const scores = scoreTokens(model, ids, { topK: 3 });
-const piece = (id: number) => JSON.stringify(tokenizer.decode([id], { special: true }));
+// A token's text on its own, as a stream decoder gives it (decode() would drop the space a
+// SentencePiece text starts with); control tokens shown by name.
+const piece = (id: number) => { const d = tokenizer.streamDecoder({ special: true }); return JSON.stringify(d.push(id) + d.flush()); };
 const percent = (logprob: number) => {
   const p = Math.exp(logprob);
   return p >= 0.001 ? `${(100 * p).toFixed(1)}%` : p.toExponential(0);

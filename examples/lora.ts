@@ -19,7 +19,7 @@ import {
   applyLoraAdapter, DEFAULT_SAMPLING, generate, loadModelFromFile, lora, readGGUF, selectBackend, tokenizerFromMetadata,
   type Batch, type LanguageModel,
 } from "toy";
-import { exampleModel, outputDir, pick, quick } from "./lib/setup.js";
+import { count, exampleModel, outputDir, pick, quick } from "./lib/setup.js";
 
 // --- 1. Realize the run ---------------------------------------------------------------------------
 // Rank 8 on the attention's query and value projections of every layer, as in the paper; only
@@ -31,8 +31,8 @@ const run = lora.realize(path, { rank: 8, alpha: 16, targets: ["attn_q", "attn_v
 let total = 0, trainable = 0;
 for (const [name, v] of run.params.values) (name.includes(".lora_") ? (trainable += v.length) : (total += v.length));
 console.log(`model: ${path}${quick ? " (quick mode)" : ""}`);
-console.log(`  ${(total / 1e6).toFixed(1)} M frozen parameters; ${run.targets.length} matrices adapted ` +
-  `(${run.targets.slice(0, 2).join(", ")}, …), ${(trainable / 1e3).toFixed(0)} k trainable parameters: ${(100 * trainable / total).toFixed(2)}%`);
+console.log(`  ${count(total)} frozen parameters; ${run.targets.length} matrices adapted ` +
+  `(${run.targets.slice(0, 2).join(", ")}, …), ${count(trainable)} trainable parameters: ${(100 * trainable / total).toFixed(2)}%`);
 
 // --- 2. The lesson ------------------------------------------------------------------------------
 // One sentence, as one batch: the inputs are its tokens, the targets the same tokens shifted by
@@ -77,7 +77,7 @@ console.log(`trained in ${((performance.now() - started) / 1000).toFixed(1)} s; 
 const out = outputDir("lora");
 const adapterPath = join(out, "adapter.gguf");
 run.save(adapterPath);
-console.log(`\nadapter: ${adapterPath} (${(statSync(adapterPath).size / 1e6).toFixed(2)} MB; the base model is ${(statSync(path).size / 1e6).toFixed(0)} MB)`);
+console.log(`\nadapter: ${adapterPath} (${count(statSync(adapterPath).size)} bytes; the base model's file: ${count(statSync(path).size)} bytes)`);
 const adapted = loadModelFromFile(applyLoraAdapter(readGGUF(path), adapterPath), device);
 console.log(`base model:          ${JSON.stringify(complete(base))}`);
 console.log(`base model + adapter: ${JSON.stringify(complete(adapted))}`);

@@ -19,7 +19,7 @@ import {
   DEFAULT_SAMPLING, defaultCorpusPath, generate, loadModelFromFile, readCorpus, readGGUF, Rng, selectBackend,
   tokenizerFromMetadata, trainingData, warmStart, type LanguageModel,
 } from "toy";
-import { exampleModel, outputDir, pick, quick } from "./lib/setup.js";
+import { count, exampleModel, outputDir, pick, quick } from "./lib/setup.js";
 
 // --- 1. Realize the run ---------------------------------------------------------------------------
 // Fine-tuning wants a small learning rate: the weights are already good, and large steps would
@@ -30,7 +30,7 @@ const run = warmStart.realize(path, { steps, lr: 1e-4, schedule: "cosine", seed 
 let parameterCount = 0;
 for (const v of run.params.values.values()) parameterCount += v.length;
 console.log(`model: ${path}\n  ${run.config.arch}, ${run.config.nLayer} layers, width ${run.config.nEmbd}: ` +
-  `${(parameterCount / 1e6).toFixed(1)} M parameters, all of them trained${quick ? " (quick mode)" : ""}`);
+  `${count(parameterCount)} parameters, all of them trained${quick ? " (quick mode)" : ""}`);
 
 // --- 2. The data, and the model before --------------------------------------------------------------
 // The text is tokenized with the model's own tokenizer (from the GGUF's metadata). The first

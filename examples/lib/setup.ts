@@ -51,3 +51,8 @@ export function exampleModel(): string {
     process.exit(2);
   }
 }
+
+/** A count for people: 134.5 M, 461 k, 96. */
+export function count(n: number): string {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : n >= 1e4 ? `${(n / 1e3).toFixed(0)} k` : String(n);
+}
