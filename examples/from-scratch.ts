@@ -13,10 +13,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
-  DEFAULT_SAMPLING, defaultCorpusPath, fromScratch, generate, loadModelFromFile, lossCurveSvg, readCorpus, readGGUF, Rng,
+  defaultCorpusPath, fromScratch, loadModelFromFile, lossCurveSvg, readCorpus, readGGUF, Rng,
   SCRATCH_CONFIGS, selectBackend, tokenizerFromMetadata, trainingData, type CurvePoint, type LanguageModel,
 } from "toy";
-import { count, outputDir, pick, quick } from "./lib/setup.js";
+import { continuation, count, outputDir, pick, quick } from "./lib/setup.js";
 
 // --- 1. The model -------------------------------------------------------------------------------
 // A recipe turns a description into something trainable: `realize(config, options)` gives a run
@@ -49,11 +49,7 @@ const validation = data.validation!;
 // A story from a model: sampled at temperature 0.8 with a fixed seed, so it is the same each run.
 const device = selectBackend(undefined, { quiet: true });
 const prompt = "Once upon a time, there was";
-function story(model: LanguageModel): string {
-  const ids = tokenizer.encode(prompt);
-  const out = generate(model, ids, { maxTokens: pick(160, 48), sampling: { ...DEFAULT_SAMPLING, temperature: 0.8, seed }, stopIds: tokenizer.stopIds });
-  return tokenizer.decode([...ids, ...out.tokens]);   // decoded together: a leading space survives
-}
+const story = (model: LanguageModel) => continuation(model, tokenizer, prompt, pick(160, 48), 0.8);
 
 // Shown indented, with bytes that are not printable text (what random weights emit) as "·".
 const show = (text: string) => "  " + text.replace(/[\u0000-\u0009\u000b-\u001f\u007f\ufffd]/g, "·").replace(/\n/g, "\n  ");

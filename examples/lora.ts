@@ -16,10 +16,10 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import {
-  applyLoraAdapter, DEFAULT_SAMPLING, generate, loadModelFromFile, lora, readGGUF, selectBackend, tokenizerFromMetadata,
+  applyLoraAdapter, loadModelFromFile, lora, readGGUF, selectBackend, tokenizerFromMetadata,
   type Batch, type LanguageModel,
 } from "toy";
-import { count, exampleModel, outputDir, pick, quick } from "./lib/setup.js";
+import { continuation, count, exampleModel, outputDir, pick, quick } from "./lib/setup.js";
 
 // --- 1. Realize the run ---------------------------------------------------------------------------
 // Rank 8 on the attention's query and value projections of every layer, as in the paper; only
@@ -46,11 +46,7 @@ const lesson: Batch = { input: Int32Array.from(ids.slice(0, T)), target: Int32Ar
 
 const device = selectBackend(undefined, { quiet: true });
 const prompt = "Toy is a";
-function complete(model: LanguageModel): string {
-  const ids = tokenizer.encode(prompt);
-  const out = generate(model, ids, { maxTokens: pick(24, 8), sampling: { ...DEFAULT_SAMPLING, temperature: 0 }, stopIds: tokenizer.stopIds });
-  return tokenizer.decode([...ids, ...out.tokens]);
-}
+const complete = (model: LanguageModel) => continuation(model, tokenizer, prompt, pick(24, 8));   // greedy
 const base = loadModelFromFile(run.source, device);
 console.log(`\nthe lesson (${T} tokens): ${JSON.stringify(fact)}`);
 console.log(`base model, greedy: ${JSON.stringify(complete(base))}`);

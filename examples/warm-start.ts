@@ -16,10 +16,10 @@
 
 import { join } from "node:path";
 import {
-  DEFAULT_SAMPLING, defaultCorpusPath, generate, loadModelFromFile, readCorpus, readGGUF, Rng, selectBackend,
+  defaultCorpusPath, loadModelFromFile, readCorpus, readGGUF, Rng, selectBackend,
   tokenizerFromMetadata, trainingData, warmStart, type LanguageModel,
 } from "toy";
-import { count, exampleModel, outputDir, pick, quick } from "./lib/setup.js";
+import { continuation, count, exampleModel, outputDir, pick, quick } from "./lib/setup.js";
 
 // --- 1. Realize the run ---------------------------------------------------------------------------
 // Fine-tuning wants a small learning rate: the weights are already good, and large steps would
@@ -44,11 +44,7 @@ console.log(`data: the first 60,000 characters of ${corpusPath}: ${tokens.length
 
 const device = selectBackend(undefined, { quiet: true });
 const prompt = "Once upon a time, there was a";
-function story(model: LanguageModel): string {
-  const ids = tokenizer.encode(prompt);
-  const out = generate(model, ids, { maxTokens: pick(40, 12), sampling: { ...DEFAULT_SAMPLING, temperature: 0 }, stopIds: tokenizer.stopIds });
-  return tokenizer.decode([...ids, ...out.tokens]);
-}
+const story = (model: LanguageModel) => continuation(model, tokenizer, prompt, pick(40, 12));   // greedy
 const before = run.trainer.evaluate(validation);
 console.log(`\nbefore: validation loss ${before.toFixed(3)}; greedy story:\n  ${JSON.stringify(story(loadModelFromFile(run.source, device)))}`);
 

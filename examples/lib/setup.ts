@@ -1,10 +1,11 @@
-// What the examples share: the quick mode CI runs them in, the folder each one writes into, and
-// the model the ones that need a trained model start from. Not an example itself: the runner
+// What the examples share: the quick mode CI runs them in, the folder each one writes into, the
+// model the ones that need a trained model start from, and the continuation of a prompt they
+// show before and after training (generate.ts shows generation itself). Not an example: the runner
 // (`npm run example -- NAME`) and the test run every examples/*.ts, not what is in lib/.
 
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { defaultModelPath, resolveModelPath } from "toy";
+import { DEFAULT_SAMPLING, defaultModelPath, generate, resolveModelPath, type LanguageModel, type Tokenizer } from "toy";
 
 /** Small settings, for CI: `--quick` on the command line or TOY_EXAMPLE_QUICK=1. */
 export const quick = process.argv.includes("--quick") || process.env.TOY_EXAMPLE_QUICK === "1";
@@ -55,4 +56,14 @@ export function exampleModel(): string {
 /** A count for people: 134.5 M, 461 k, 96. */
 export function count(n: number): string {
   return n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : n >= 1e4 ? `${(n / 1e3).toFixed(0)} k` : String(n);
+}
+
+/**
+ * A prompt and the model's continuation of it: greedy, or sampled at `temperature` with a fixed
+ * seed (the same text every run). Decoded together, so that a leading space survives.
+ */
+export function continuation(model: LanguageModel, tokenizer: Tokenizer, prompt: string, maxTokens: number, temperature = 0): string {
+  const ids = tokenizer.encode(prompt);
+  const out = generate(model, ids, { maxTokens, sampling: { ...DEFAULT_SAMPLING, temperature, seed: 0 }, stopIds: tokenizer.stopIds });
+  return tokenizer.decode([...ids, ...out.tokens]);
 }
