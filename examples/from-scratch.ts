@@ -58,11 +58,12 @@ const show = (text: string) => "  " + text.replace(/[\u0000-\u0009\u000b-\u001f\
 // `run.source` is the untrained model as an in-memory GGUF file; the trainer works on float32
 // copies of its tensors, so the file still holds the random weights. A model that knows nothing
 // spreads its bets over all 260 tokens: a loss of ln(260) ≈ 5.56 nats per token.
-console.log(`\nuntrained model, validation loss ${run.trainer.evaluate(validation).toFixed(3)}:`);
+const untrained = run.trainer.evaluate(validation);
+console.log(`\nuntrained model, validation loss ${untrained.toFixed(3)}:`);
 console.log(show(story(loadModelFromFile(run.source, device))));
 
 console.log(`\ntraining ${steps} steps of ${batch} × ${seq} tokens on ${device}:`);
-const train: CurvePoint[] = [], held: CurvePoint[] = [{ step: 0, loss: run.trainer.evaluate(validation) }];
+const train: CurvePoint[] = [], held: CurvePoint[] = [{ step: 0, loss: untrained }];
 const every = Math.max(1, Math.round(steps / 10));
 const started = performance.now();
 let tokensSeen = 0;
