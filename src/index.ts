@@ -85,15 +85,27 @@ export {
 } from "./quant/index.js";
 
 // Training: the tape and its differentiable ops (a namespace: their names are the primitives'),
-// the sequence engine's forward + backward, AdamW and schedules, the warm-start recipe.
+// the sequence engine's forward + backward, AdamW and schedules, the recipes.
 export * as autograd from "./autograd/index.js";
 export { Tape, Var } from "./autograd/tape.js";
 export { lossAndGradients, trainingForward, type Parameters, type Batch, type LossAndGradients } from "./engines/trainForward.js";
 export { parametersFromFile, writeCheckpoint } from "./engines/trainParams.js";
-export { Trainer, DEFAULT_TRAIN_OPTIONS, type TrainOptions, type StepResult } from "./engines/train.js";
+export { Trainer, DEFAULT_TRAIN_OPTIONS, type TrainOptions, type RunOptions, type StepResult } from "./engines/train.js";
 export { EventLog, EVENT_SCHEMA, type RunEvent } from "./engines/trainEvents.js";
 export { AdamW, learningRate, clipGradNorm, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
-export { warmStart, fromScratch, lora, type RealizedRun } from "./recipes/index.js";
+export {
+  warmStart, fromScratch, lora, SCRATCH_CONFIGS, DEFAULT_SCRATCH_CONFIG, scratchConfig, DEFAULT_LORA_TARGETS,
+  applyLoraAdapter, readLoraAdapter, writeLoraAdapter,
+  type RealizedRun, type ScratchOptions, type ScratchShape, type LoraOptions, type LoraRun, type LoraAdapter,
+} from "./recipes/index.js";
+
+// io: training data and run records — the corpus shipped with toy, seeded windows with a held-out
+// tail, run bundles, loss-curve pictures of one run or several.
+export {
+  defaultCorpusPath, readCorpus, corpusTokens, trainingData, windowBatch,
+  RunBundle, lossCurveSvg, lossCurvesSvg,
+  type TrainingData, type TokenStream, type CurvePoint, type CurveSeries,
+} from "./io/runs/index.js";
 
 // Algorithm cards.
 export { renderCard, parseCard, readCard, canonicalConfig, type CardMeta, type ParsedCard } from "./card/index.js";

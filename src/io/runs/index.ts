@@ -1,5 +1,5 @@
 export { RunBundle, isRunDir, runModelPath, STATE_SCHEMA, type Checkpoint, type CheckpointState } from "./bundle.js";
-export { lossCurveSvg, type CurvePoint } from "./lossCurve.js";
+export { lossCurveSvg, lossCurvesSvg, type CurvePoint, type CurveSeries } from "./lossCurve.js";
 export { writeFileAtomic } from "./atomic.js";
 export { corpusTokens, dataFormatOf, defaultCorpusPath, readCorpus, DATA_FORMATS, type DataFormat } from "./corpus.js";
 export { readTokenFile, TOKEN_WIDTHS, type TokenWidth } from "./tokenFile.js";
