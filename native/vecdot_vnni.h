@@ -1,4 +1,4 @@
-// Fused decode dot products with AVX-512 VNNI (Q4_1 and Q8_0: SmolLM2's weights), eight weight
+// Fused decode dot products with AVX-512 VNNI (Q4_1 and Q8_0, SmolLM2's weights, and Q4_0), eight
 // rows at a time. Included by matmul.c inside its AVX-512 target region, after vecdot_avx2.h;
 // selected at run time (toy_has_vnni), the AVX2 kernels stay for every other CPU and type.
 //
@@ -13,7 +13,7 @@
 //   the addon is compiled without fp contraction);
 // - each row ends with hsum_f32_avx2 on its half (+ the offset sum), as the AVX2 kernel does.
 // What is gained: one instruction for the integer dot, half the vector instructions (two rows
-// per register), eight rows' scales per gather, and four independent accumulator chains.
+// per register), the eight rows' scales in one vector, and four independent accumulator chains.
 
 #define VNNI_ROWS 8
 
@@ -88,6 +88,33 @@ static void vnni_q4_1_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t n
   vnni_finish(a0, a1, a2, a3, offs, out);
 }
 
+/** |q| × (x with q's sign) summed per 4 bytes: AVX2's sign trick for signed × signed, as vd_ss
+ *  computes it (q = 0 gives 0 either way). */
+static inline __m512i vnni_ss(__m512i q, __m512i xq) {
+  const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(q), _mm512_setzero_si512(), xq);
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), xs);
+}
+
+/** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
+static void vnni_q4_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out) {
+  const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + 18 * u;
+    vnni_prefetch(w, rb, nu, u);
+    const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb))), _mm256_set1_ps(x->dx[u]));
+    const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->q + 32 * u)));
+#define PAIR(acc, p) do { \
+      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * (p) * rb, b + 2 + (2 * (p) + 1) * rb), counts), m4); \
+      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(vnni_ss(_mm512_sub_epi8(nib, eight), xq)), acc); \
+    } while (0)
+    PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
+#undef PAIR
+  }
+  vnni_finish(a0, a1, a2, a3, _mm256_setzero_ps(), out);
+}
+
 /** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it. */
 static void vnni_q8_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -97,13 +124,10 @@ static void vnni_q8_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t n
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x->dx[u]));
     const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->q + 32 * u)));
-    // Signed × signed as |q| × (x with q's sign), like AVX2's sign trick (q = 0 gives 0 either way).
 #define PAIR(acc, p) do { \
       const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 + 2 * (p) * rb))), \
                                            _mm256_loadu_si256((const __m256i *)(b + 2 + (2 * (p) + 1) * rb)), 1); \
-      const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(q), _mm512_setzero_si512(), xq); \
-      const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), xs); \
-      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(sum), acc); \
+      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(vnni_ss(q, xq)), acc); \
     } while (0)
     PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
 #undef PAIR
@@ -115,6 +139,7 @@ typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float 
 
 static vnni_fn vnni_for(int type) {
   switch (type) {
+    case T_Q4_0: return vnni_q4_0_x8;
     case T_Q4_1: return vnni_q4_1_x8;
     case T_Q8_0: return vnni_q8_0_x8;
     default: return NULL;
