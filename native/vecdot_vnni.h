@@ -51,14 +51,12 @@ static inline __m512i vnni_two_x16(const uint8_t *a, const uint8_t *b) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-/** Stores each row's result: the AVX2 kernel's horizontal sum of its half, plus `extra`. */
-static inline void vnni_finish(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m256 extra, float *out) {
+/** Stores each row's result: the AVX2 kernel's horizontal sum of its half. */
+static inline void vnni_finish(__m512 a0, __m512 a1, __m512 a2, __m512 a3, float *out) {
   const __m512 acc[4] = { a0, a1, a2, a3 };
-  float e[8];
-  _mm256_storeu_ps(e, extra);
   for (int p = 0; p < 4; p++) {
-    out[2 * p] = hsum_f32_avx2(_mm512_castps512_ps256(acc[p])) + e[2 * p];
-    out[2 * p + 1] = hsum_f32_avx2(_mm512_extractf32x8_ps(acc[p], 1)) + e[2 * p + 1];
+    out[2 * p] = hsum_f32_avx2(_mm512_castps512_ps256(acc[p]));
+    out[2 * p + 1] = hsum_f32_avx2(_mm512_extractf32x8_ps(acc[p], 1));
   }
 }
 
@@ -85,7 +83,10 @@ static void vnni_q4_1_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t n
     PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
 #undef PAIR
   }
-  vnni_finish(a0, a1, a2, a3, offs, out);
+  float e[8];
+  _mm256_storeu_ps(e, offs);
+  vnni_finish(a0, a1, a2, a3, out);
+  for (int r = 0; r < 8; r++) out[r] += e[r]; // + offsets, as vd_q4_1 ends
 }
 
 /** |q| × (x with q's sign) summed per 4 bytes: AVX2's sign trick for signed × signed, as vd_ss
@@ -112,7 +113,7 @@ static void vnni_q4_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t n
     PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
 #undef PAIR
   }
-  vnni_finish(a0, a1, a2, a3, _mm256_setzero_ps(), out);
+  vnni_finish(a0, a1, a2, a3, out);
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it. */
@@ -132,7 +133,7 @@ static void vnni_q8_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t n
     PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
 #undef PAIR
   }
-  vnni_finish(a0, a1, a2, a3, _mm256_setzero_ps(), out);
+  vnni_finish(a0, a1, a2, a3, out);
 }
 
 typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float *);
