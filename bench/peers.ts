@@ -11,8 +11,9 @@ const NLC_VERSION = "3.22.1";
 
 function run(cmd: string, args: string[], cwd: string, log: (s: string) => void): boolean {
   log(`$ ${cmd} ${args.join(" ")}`);
-  const r = spawnSync(cmd, args, { cwd, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
-  if (r.status !== 0) log(`  failed (${r.status}): ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ")}`);
+  // A compiler's warnings can run past spawnSync's default 1 MiB buffer, which kills the child.
+  const r = spawnSync(cmd, args, { cwd, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8", maxBuffer: 256 * 2 ** 20 });
+  if (r.status !== 0) log(`  failed (${r.status ?? r.signal ?? r.error?.message}): ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ")}`);
   return r.status === 0;
 }
 

@@ -16,6 +16,7 @@
 
 int toy_has_avx2 = 0;
 int toy_has_avx512 = 0;
+int toy_has_vnni = 0;
 void matmul_init(void);
 static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; // kernels share scratch memory
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -276,7 +277,7 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   napi_value o, s, t;
   napi_create_object(env, &o);
   napi_value gemm;
-  napi_create_string_utf8(env, toy_has_avx2 ? "avx2" : "scalar", NAPI_AUTO_LENGTH, &s);
+  napi_create_string_utf8(env, toy_has_vnni ? "avx512vnni" : toy_has_avx2 ? "avx2" : "scalar", NAPI_AUTO_LENGTH, &s);
   napi_create_string_utf8(env, toy_has_avx512 ? "avx512" : toy_has_avx2 ? "avx2" : "scalar", NAPI_AUTO_LENGTH, &gemm);
   napi_set_named_property(env, o, "gemm", gemm);
   napi_create_int32(env, pool_threads(), &t);
@@ -316,8 +317,11 @@ static void init_once(void) {
   toy_has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   const char *f = getenv("TOY_SIMD");
   toy_has_avx512 = toy_has_avx2 && __builtin_cpu_supports("avx512f");
-  if (f && !strcmp(f, "scalar")) toy_has_avx2 = toy_has_avx512 = 0;
-  if (f && !strcmp(f, "avx2")) toy_has_avx512 = 0;
+  toy_has_vnni = toy_has_avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  // TOY_SIMD=scalar|avx2 caps the instruction set (tests compare the paths' bits; old CPUs' code).
+  if (f && !strcmp(f, "scalar")) toy_has_avx2 = toy_has_avx512 = toy_has_vnni = 0;
+  if (f && !strcmp(f, "avx2")) toy_has_avx512 = toy_has_vnni = 0;
 #endif
   matmul_init();
   pool_init(default_threads());

@@ -35,6 +35,7 @@ static void init_f16_table(void) {
 }
 
 #define IMPL_AVX2 0
+#define IMPL_VNNI 0
 #define NAME(f) f##_generic
 #include "matmul_impl.h"
 #undef IMPL_AVX2
@@ -48,6 +49,18 @@ static void init_f16_table(void) {
 #include "vecdot_avx2.h"
 #define IMPL_AVX2 1
 #define NAME(f) f##_avx2
+#include "matmul_impl.h"
+#undef IMPL_AVX2
+#undef NAME
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+#include "vecdot_vnni.h"
+#define IMPL_AVX2 1
+#define NAME(f) f##_vnni
+#undef IMPL_VNNI
+#define IMPL_VNNI 1
 #include "matmul_impl.h"
 #undef IMPL_AVX2
 #undef NAME
@@ -79,7 +92,7 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
 #if HAVE_X86
   const int avx2 = toy_has_avx2;
   toy_chunk_fn quantize = avx2 ? quantize_chunk_avx2 : quantize_chunk_generic;
-  toy_chunk_fn dot = avx2 ? matmul_chunk_avx2 : matmul_chunk_generic;
+  toy_chunk_fn dot = toy_has_vnni ? matmul_chunk_vnni : avx2 ? matmul_chunk_avx2 : matmul_chunk_generic;
 #else
   toy_chunk_fn quantize = quantize_chunk_generic, dot = matmul_chunk_generic;
 #endif
@@ -94,8 +107,9 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
   // Matrix–vector work (decode) takes the fused dot products: weight blocks read in place.
   if (avx2 && T <= 3 && vd_for(type)) {
     const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
-    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) vd_chunk(&m, b, 0);
-    else pool_for(vd_chunk, &m, nchunks);
+    const toy_chunk_fn chunk = toy_has_vnni && vnni_for(type) ? vnni_chunk : vd_chunk; // same bits
+    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
+    else pool_for(chunk, &m, nchunks);
     return;
   }
 #endif

@@ -1,4 +1,5 @@
-// Matrix–vector kernels, compiled twice by matmul.c: portable C (IMPL_AVX2 0) and AVX2 (1).
+// Matrix–vector kernels, compiled three times by matmul.c: portable C (IMPL_AVX2 0), AVX2 (1),
+// and AVX2 with AVX-512 VNNI dot products for the prompt path (IMPL_VNNI 1, same bits as AVX2).
 // NAME(f) gives each copy its own symbol.
 //
 // A weight row is first decoded into "units" of 32 values: unsigned 8-bit codes q (signed for
@@ -178,7 +179,7 @@ static void NAME(decode_row)(int type, const uint8_t *row, int64_t cols, const w
 }
 #undef F16
 
-#if IMPL_AVX2
+#if IMPL_AVX2 && !IMPL_VNNI // defined once: the VNNI copy calls the AVX2 one
 // AVX2 decoders (the portable loops above do not vectorize well enough to keep up with memory).
 static inline __m256i nibbles32(const uint8_t *qs) { // 16 bytes → low nibbles then high nibbles
   const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(15);
@@ -443,8 +444,48 @@ static inline float NAME(offset_dot)(const float *M, const float *fs, int64_t n)
   return s;
 }
 
+#if IMPL_VNNI
+// dotq for four activation rows with vpdpbusd, two rows per 512-bit register (a 256-bit half
+// each). Per row, every float operation is AVX2 dotq's, in its order: vpdpbusd gives the same
+// int32 lanes as maddubs + madd(1) (4 consecutive products each, no saturation for these codes).
+// Not for KIND_US, whose 16-value sub-scales need madd.
+static inline __attribute__((always_inline)) void vnni_dotq4(const wrow_t *w, int64_t nu, const xrow_t *xr, int kind, float *res) {
+  __m512 a01 = _mm512_setzero_ps(), a23 = a01;
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t u = 0; u < nu; u++) {
+    const __m512i wq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w->q + 32 * u)));
+    const __m512i wa = kind == KIND_S ? _mm512_abs_epi8(wq) : wq;
+    const __mmask64 neg = kind == KIND_S ? _mm512_movepi8_mask(wq) : 0; // x takes the weight's sign
+    const __m512 Dv = _mm512_set1_ps(w->D[u]);
+#define PAIR(acc, a, b) do { \
+      __m512i xv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xr[a].q + 32 * u))), \
+                                      _mm256_loadu_si256((const __m256i *)(xr[b].q + 32 * u)), 1); \
+      if (kind == KIND_S) xv = _mm512_mask_sub_epi8(xv, neg, zero, xv); \
+      const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, wa, xv)); \
+      const __m512 dx = _mm512_insertf32x8(_mm512_set1_ps(xr[a].dx[u]), _mm256_set1_ps(xr[b].dx[u]), 1); \
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(p, Dv), dx, acc); \
+    } while (0)
+    PAIR(a01, 0, 1);
+    PAIR(a23, 2, 3);
+#undef PAIR
+  }
+  res[0] = hsum_f32_avx2(_mm512_castps512_ps256(a01));
+  res[1] = hsum_f32_avx2(_mm512_extractf32x8_ps(a01, 1));
+  res[2] = hsum_f32_avx2(_mm512_castps512_ps256(a23));
+  res[3] = hsum_f32_avx2(_mm512_extractf32x8_ps(a23, 1));
+}
+#endif
+
 // res[r] = row · x_r for NR activation rows; kind: KIND_U / KIND_US / KIND_S.
 static inline __attribute__((always_inline)) void NAME(dotq)(const wrow_t *w, int64_t nu, const xrow_t *xr, int NR, int kind, float *res) {
+#if IMPL_VNNI
+  if (NR == 4 && kind != KIND_US) {
+    vnni_dotq4(w, nu, xr, kind, res);
+    if (kind != KIND_S)
+      for (int r = 0; r < NR; r++) res[r] += NAME(offset_dot)(w->M, xr[r].fs, 2 * nu);
+    return;
+  }
+#endif
 #if IMPL_AVX2
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0; // separate names keep them in registers
   const __m256i ones = _mm256_set1_epi16(1);

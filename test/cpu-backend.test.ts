@@ -11,14 +11,17 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { loadCpuBackend, selfTest, type CpuBackend } from "../src/backends/cpu/index.js";
 import { MATMUL_TYPES, isFloatType, makeWeight, randn, relError } from "../src/backends/cpu/selftest.js";
 import { tsKernels } from "../src/backends/ts/index.js";
 import { GGMLType, typeName } from "../src/io/gguf/types.js";
 import { dequantize, f16ToF32, f32ToF16 } from "../src/quant/index.js";
+import { matmulOutputs } from "./helpers/matmul-outputs.js";
 import type { Weight } from "../src/tensor/weight.js";
 
 const loaded = loadCpuBackend();
@@ -93,7 +96,7 @@ const withThreads = <R>(n: number, f: () => R): R => {
 };
 
 test("cpu backend: loads and reports its SIMD level and threads", { skip }, () => {
-  assert.match(cpu.info.simd, /^(avx2|scalar)$/);
+  assert.match(cpu.info.simd, /^(avx512vnni|avx2|scalar)$/);
   assert.ok(cpu.info.threads >= 1);
   assert.equal(cpu.kernels.device, "cpu");
 });
@@ -178,6 +181,25 @@ test("results are bit-identical for 1 and 2 threads", { skip }, () => {
   assert.deepEqual(sm(1), sm(2), "softmax");
   const sw = (n: number) => withThreads(n, () => { const o = new Float32Array(big.length); cpu.kernels.swiglu(big, big, o); return o; });
   assert.deepEqual(sw(1), sw(2), "swiglu");
+});
+
+// The AVX-512 VNNI kernels (fused decode Q4_1/Q8_0, prompt path) promise the AVX2 kernels' bits:
+// the same integer sums and the same float operations in the same order, per output.
+const vnniSkip = skip || (cpu.info.simd !== "avx512vnni" && "this CPU has no AVX-512 VNNI: only the AVX2 path runs");
+if (vnniSkip && !skip) console.warn(`# SKIP VNNI-vs-AVX2 bit comparison: ${vnniSkip}`);
+test("AVX-512 VNNI kernels give exactly the AVX2 kernels' results, for 1 and 2 threads", { skip: vnniSkip }, () => {
+  const helper = fileURLToPath(new URL("./helpers/matmul-outputs.js", import.meta.url));
+  const r = spawnSync(process.execPath, [helper], { encoding: "utf8", env: { ...process.env, TOY_SIMD: "avx2" }, timeout: 120_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { simd: string; threads: number; outputs: string[] });
+  const mine = matmulOutputs(cpu).map((o) => Buffer.from(o.buffer, o.byteOffset, o.byteLength).toString("base64"));
+  assert.equal(lines.length, 2);
+  for (const { simd, threads, outputs } of lines) {
+    assert.equal(simd, "avx2");
+    assert.equal(outputs.length, mine.length);
+    const differ = mine.map((m, i) => (m === outputs[i] ? -1 : i)).filter((i) => i >= 0);
+    assert.deepEqual(differ, [], `avx2 at ${threads} thread(s): ${differ.length} of ${mine.length} cases differ`);
+  }
 });
 
 test("mapFile returns the file's bytes without copying them", { skip }, () => {
