@@ -5,7 +5,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { concatRows, sliceRows } from "../src/autograd/ops/index.js";
@@ -19,7 +19,10 @@ import { imageClassification, vitTrainingForward, type ImageBatchInput } from ".
 import { parseGGUF, readGGUF } from "../src/io/gguf/reader.js";
 import { initialVitBytes, vitTiny } from "../src/recipes/vitTiny.js";
 import { parametersFromFile } from "../src/engines/trainParams.js";
+import { encodeIdx } from "../src/io/images/index.js";
+import { readVitCard, renderVitCard } from "../src/card/vit.js";
 import { gradChecker } from "./helpers/gradCheck.js";
+import { toy } from "./helpers/cli.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "toy-vit-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
@@ -142,4 +145,150 @@ test("checkpoints are GGUF with the vit.* keys, and load back to the same config
   assert.deepEqual(model.normalization, { mean: [0.25], std: [0.5] });
   const back = parametersFromFile(file);
   for (const [name, v] of run.params.values) assert.deepEqual(back.values.get(name), v, name);
+});
+
+// ---- The command line, on synthetic digits: 28×28 images of one bright 9×9 square in one of
+// four quadrants (the class), jittered by up to 3 pixels, with noise. A t10k pair of 400 images:
+// by default the first 320 train and the last 80 evaluate.
+
+const syntheticDir = join(tmp, "synthetic");
+{
+  const N = 400, rng = new Rng(42);
+  const pixels = new Uint8Array(N * 28 * 28), labels = new Uint8Array(N);
+  for (let i = 0; i < N; i++) {
+    const k = i % 4, y0 = (k >> 1) * 14 + 2 + Math.floor(rng.next() * 4), x0 = (k & 1) * 14 + 2 + Math.floor(rng.next() * 4);
+    labels[i] = k;
+    for (let y = 0; y < 28; y++) for (let x = 0; x < 28; x++) {
+      const on = y >= y0 && y < y0 + 9 && x >= x0 && x < x0 + 9;
+      pixels[i * 784 + y * 28 + x] = Math.min(255, (on ? 200 : 0) + Math.floor(rng.next() * 40));
+    }
+  }
+  mkdirSync(syntheticDir);
+  writeFileSync(join(syntheticDir, "t10k-images-idx3-ubyte"), encodeIdx(pixels, [N, 28, 28]));
+  writeFileSync(join(syntheticDir, "t10k-labels-idx1-ubyte"), encodeIdx(labels, [N]));
+}
+
+type Event = Record<string, any>;
+const events = (dir: string): Event[] => readFileSync(join(dir, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+const losses = (dir: string) => events(dir).filter((e) => e.event === "step").map((e) => [e.step, e.loss]);
+const runDir = (out: string) => { const ids = readdirSync(out); assert.equal(ids.length, 1, `one run in ${out}`); return join(out, ids[0]); };
+const VIT_ARGS = ["--data", syntheticDir, "--config", "nano", "--steps", "60", "--batch", "16", "--lr", "5e-3", "--warmup", "5", "--eval-every", "30", "--save-every", "20", "--seed", "1", "--json"];
+
+function trainVit(out: string, env: Record<string, string> = {}): string {
+  const r = toy(["train", "vit", ...VIT_ARGS, "--out", out], { env });
+  assert.equal(r.status, 0, r.stderr);
+  return runDir(out);
+}
+
+const reference = trainVit(join(tmp, "ref"));
+
+test("toy train vit writes the run bundle: events with accuracy, checkpoints, loss curve; it learns", () => {
+  const ev = events(reference);
+  const start = ev[0];
+  assert.equal(start.event, "run_start");
+  assert.equal(start.recipe, "vit");
+  assert.equal(start.config.arch, "vit");
+  assert.match(start.data_split, /train on the first 320 of 400, evaluate on the last 80/);
+  const steps = ev.filter((e) => e.event === "step");
+  assert.equal(steps.length, 60);
+  assert.equal(steps[0].images, 16);
+  assert.ok(steps[0].images_per_s > 0);
+  const evals = ev.filter((e) => e.event === "eval");
+  assert.deepEqual(evals.map((e) => e.step), [0, 30, 60]);
+  for (const e of evals) assert.ok(e.accuracy >= 0 && e.accuracy <= 1 && e.val_loss > 0);
+  assert.ok(evals[2].accuracy >= 0.8, `accuracy after 60 steps: ${evals[2].accuracy}`);
+  assert.ok(evals[2].val_loss < evals[0].val_loss);
+  assert.ok(existsSync(join(reference, "weights", "final.gguf")) && existsSync(join(reference, "loss.svg")));
+  assert.equal(ev.at(-1)!.event, "run_end");
+});
+
+test("toy train vit: the same seed gives the same losses and weights, for 1 and 2 threads", { skip: noCpu }, () => {
+  const one = trainVit(join(tmp, "t1"), { TOY_THREADS: "1" }), two = trainVit(join(tmp, "t2"), { TOY_THREADS: "2" });
+  assert.deepEqual(losses(one), losses(reference));
+  assert.deepEqual(losses(two), losses(reference));
+  assert.deepEqual(readFileSync(join(two, "weights", "final.gguf")), readFileSync(join(reference, "weights", "final.gguf")));
+});
+
+test("toy train --resume continues a ViT run from its last checkpoint to the uninterrupted losses", () => {
+  // A run that stopped right after its step-40 checkpoint: the reference without its final files.
+  const dir = join(tmp, "resumed");
+  cpSync(reference, dir, { recursive: true });
+  for (const f of readdirSync(join(dir, "weights"))) if (f.startsWith("final.")) rmSync(join(dir, "weights", f));
+  const r = toy(["train", "--resume", dir]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(losses(dir), losses(reference));
+  const ev = events(dir);
+  assert.equal(ev.filter((e) => e.event === "resume").length, 1);
+  assert.deepEqual(ev.filter((e) => e.event === "eval").map((e) => [e.step, e.accuracy]), events(reference).filter((e) => e.event === "eval").map((e) => [e.step, e.accuracy]));
+  assert.deepEqual(readFileSync(join(dir, "weights", "final.gguf")), readFileSync(join(reference, "weights", "final.gguf")));
+});
+
+test("toy eval on a ViT checkpoint: accuracy and the confusion matrix, as text and --json", () => {
+  const ckpt = join(reference, "weights", "final.gguf");
+  const j = toy(["eval", ckpt, "--data", syntheticDir, "--json"]);
+  assert.equal(j.status, 0, j.stderr);
+  const r = JSON.parse(j.stdout);
+  assert.equal(r.images, 80);
+  assert.deepEqual(r.classes, ["0", "1", "2", "3"]);
+  assert.equal(r.confusion.length, 4);
+  assert.equal(r.confusion.flat().reduce((a: number, b: number) => a + b, 0), 80);
+  assert.equal(r.confusion.reduce((s: number, row: number[], i: number) => s + row[i], 0), r.correct);
+  assert.equal(r.accuracy, r.correct / 80);
+  // The training run's last eval event measured the same thing.
+  assert.equal(r.accuracy, events(reference).filter((e) => e.event === "eval").at(-1)!.accuracy);
+  const text = toy(["eval", ckpt, "--data", syntheticDir]);
+  assert.equal(text.status, 0, text.stderr);
+  assert.match(text.stdout, /accuracy: \d+\.\d\d% \(\d+\/80\)/);
+  assert.match(text.stdout, /true\\pred +0 +1 +2 +3/);
+  // Usage: a ViT needs --data; a language model's flags are refused.
+  assert.equal(toy(["eval", ckpt]).status, 2);
+  assert.equal(toy(["eval", ckpt, "--data", syntheticDir, "--prompt", "hi"]).status, 2);
+});
+
+test("toy train vit and toy eval on bad --data: exit 3 with a message naming the folder", () => {
+  const empty = join(tmp, "empty");
+  mkdirSync(empty);
+  for (const [dir, pattern] of [[empty, /neither MNIST files .* nor class folders/], [join(tmp, "missing"), /no such folder/]] as const) {
+    const r = toy(["train", "vit", "--data", dir, "--out", join(tmp, "bad-runs")]);
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stderr, pattern);
+    assert.ok(r.stderr.includes(dir));
+  }
+  const half = join(tmp, "half");
+  mkdirSync(half);
+  writeFileSync(join(half, "t10k-images-idx3-ubyte"), readFileSync(join(syntheticDir, "t10k-images-idx3-ubyte")));
+  const r = toy(["train", "vit", "--data", half, "--out", join(tmp, "bad-runs")]);
+  assert.equal(r.status, 3, r.stderr);
+  assert.match(r.stderr, /not its labels/);
+  const truncated = join(tmp, "truncated");
+  mkdirSync(truncated);
+  writeFileSync(join(truncated, "t10k-images-idx3-ubyte"), readFileSync(join(syntheticDir, "t10k-images-idx3-ubyte")).subarray(0, 1000));
+  writeFileSync(join(truncated, "t10k-labels-idx1-ubyte"), readFileSync(join(syntheticDir, "t10k-labels-idx1-ubyte")));
+  const e = toy(["eval", join(reference, "weights", "final.gguf"), "--data", truncated]);
+  assert.equal(e.status, 3, e.stderr);
+  assert.match(e.stderr, /t10k-images-idx3-ubyte/);
+  assert.ok(!existsSync(join(tmp, "bad-runs")) || readdirSync(join(tmp, "bad-runs")).length === 0, "no bundle for a run that never started");
+});
+
+test("a ViT's algorithm card renders, parses back to its config, and toy describe reads it", () => {
+  const ckpt = join(reference, "weights", "final.gguf");
+  const config = vitConfigOf(readGGUF(ckpt));
+  const card = renderVitCard(config, { name: "toy-vit-nano" });
+  assert.match(card, /^Algorithm: vit — toy-vit-nano/);
+  assert.match(card, /P = 7 +▷ patch side: n = 16 patches of C·P² = 49 values, T = n \+ 1 = 17 tokens/);
+  assert.match(card, /Y_h ← softmax\(S\) V_h +▷ \[T, 16\], bidirectional: no mask/);
+  const back = readVitCard(card);
+  assert.deepEqual(back.config, config);
+  assert.equal(renderVitCard(back.config, back.meta), card);
+  assert.throws(() => readVitCard(card.replace("  P = 7 ", "  P = 5 ")), /card:\d+: .*not a whole number of 5×5 patches/);
+  assert.throws(() => readVitCard(card.replace("  d_mlp = 64 ", "  d_mlp = 65 ")), /does not follow from the hyperparameters/);
+  const described = toy(["describe", ckpt]);
+  assert.equal(described.status, 0, described.stderr);
+  assert.match(described.stdout, /^Algorithm: vit — toy-vit-nano/);
+  const cardPath = join(tmp, "vit.card.txt");
+  writeFileSync(cardPath, described.stdout);
+  const viaCard = toy(["describe", "--parse", cardPath, "--json"]);
+  assert.equal(viaCard.status, 0, viaCard.stderr);
+  assert.equal(viaCard.stdout, toy(["describe", ckpt, "--json"]).stdout);
+  assert.deepEqual(JSON.parse(viaCard.stdout), config);
 });
