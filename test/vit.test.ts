@@ -147,19 +147,20 @@ test("checkpoints are GGUF with the vit.* keys, and load back to the same config
   for (const [name, v] of run.params.values) assert.deepEqual(back.values.get(name), v, name);
 });
 
-// ---- The command line, on synthetic digits: 28×28 images of one bright 9×9 square in one of
-// four quadrants (the class), jittered by up to 3 pixels, with noise. A t10k pair of 400 images:
-// by default the first 320 train and the last 80 evaluate.
+// ---- The command line, on synthetic images: 28×28, a 13×13 patch of texture at a random place
+// (class 0 horizontal stripes, 1 vertical stripes, 2 a checkerboard, 3 solid), with noise. A
+// t10k pair of 400 images: by default the first 320 train and the last 80 evaluate.
 
 const syntheticDir = join(tmp, "synthetic");
 {
   const N = 400, rng = new Rng(42);
   const pixels = new Uint8Array(N * 28 * 28), labels = new Uint8Array(N);
+  const textures = [(y: number) => y % 2 === 0, (_y: number, x: number) => x % 2 === 0, (y: number, x: number) => (x + y) % 2 === 0, () => true];
   for (let i = 0; i < N; i++) {
-    const k = i % 4, y0 = (k >> 1) * 14 + 2 + Math.floor(rng.next() * 4), x0 = (k & 1) * 14 + 2 + Math.floor(rng.next() * 4);
+    const k = i % 4, y0 = Math.floor(rng.next() * 15), x0 = Math.floor(rng.next() * 15);
     labels[i] = k;
     for (let y = 0; y < 28; y++) for (let x = 0; x < 28; x++) {
-      const on = y >= y0 && y < y0 + 9 && x >= x0 && x < x0 + 9;
+      const on = y >= y0 && y < y0 + 13 && x >= x0 && x < x0 + 13 && textures[k](y, x);
       pixels[i * 784 + y * 28 + x] = Math.min(255, (on ? 200 : 0) + Math.floor(rng.next() * 40));
     }
   }
@@ -172,7 +173,7 @@ type Event = Record<string, any>;
 const events = (dir: string): Event[] => readFileSync(join(dir, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const losses = (dir: string) => events(dir).filter((e) => e.event === "step").map((e) => [e.step, e.loss]);
 const runDir = (out: string) => { const ids = readdirSync(out); assert.equal(ids.length, 1, `one run in ${out}`); return join(out, ids[0]); };
-const VIT_ARGS = ["--data", syntheticDir, "--config", "nano", "--steps", "60", "--batch", "16", "--lr", "5e-3", "--warmup", "5", "--eval-every", "30", "--save-every", "20", "--seed", "1", "--json"];
+const VIT_ARGS = ["--data", syntheticDir, "--config", "nano", "--steps", "150", "--batch", "16", "--lr", "5e-3", "--warmup", "10", "--eval-every", "75", "--save-every", "50", "--seed", "1", "--json"];
 
 function trainVit(out: string, env: Record<string, string> = {}): string {
   const r = toy(["train", "vit", ...VIT_ARGS, "--out", out], { env });
@@ -190,13 +191,13 @@ test("toy train vit writes the run bundle: events with accuracy, checkpoints, lo
   assert.equal(start.config.arch, "vit");
   assert.match(start.data_split, /train on the first 320 of 400, evaluate on the last 80/);
   const steps = ev.filter((e) => e.event === "step");
-  assert.equal(steps.length, 60);
+  assert.equal(steps.length, 150);
   assert.equal(steps[0].images, 16);
   assert.ok(steps[0].images_per_s > 0);
   const evals = ev.filter((e) => e.event === "eval");
-  assert.deepEqual(evals.map((e) => e.step), [0, 30, 60]);
+  assert.deepEqual(evals.map((e) => e.step), [0, 75, 150]);
   for (const e of evals) assert.ok(e.accuracy >= 0 && e.accuracy <= 1 && e.val_loss > 0);
-  assert.ok(evals[2].accuracy >= 0.8, `accuracy after 60 steps: ${evals[2].accuracy}`);
+  assert.ok(evals[0].accuracy < 0.5 && evals[2].accuracy >= 0.9, `accuracy ${evals[0].accuracy} at the start, ${evals[2].accuracy} after 150 steps`);
   assert.ok(evals[2].val_loss < evals[0].val_loss);
   assert.ok(existsSync(join(reference, "weights", "final.gguf")) && existsSync(join(reference, "loss.svg")));
   assert.equal(ev.at(-1)!.event, "run_end");
@@ -210,7 +211,7 @@ test("toy train vit: the same seed gives the same losses and weights, for 1 and 
 });
 
 test("toy train --resume continues a ViT run from its last checkpoint to the uninterrupted losses", () => {
-  // A run that stopped right after its step-40 checkpoint: the reference without its final files.
+  // A run that stopped right after its step-100 checkpoint: the reference without its final files.
   const dir = join(tmp, "resumed");
   cpSync(reference, dir, { recursive: true });
   for (const f of readdirSync(join(dir, "weights"))) if (f.startsWith("final.")) rmSync(join(dir, "weights", f));

@@ -42,7 +42,7 @@ export interface VitFlags {
 }
 
 /** Defaults: what reaches 97% on MNIST's last 2,000 test digits from its first 8,000 (docs/vit.md). */
-export const VIT_DEFAULTS = { steps: 2500, batch: 128, augment: 2, lr: 2e-3, weightDecay: 0.05, warmup: 100, evalEvery: 500, saveEvery: 500 };
+export const VIT_DEFAULTS = { steps: 2500, batch: 64, augment: 1, lr: 4e-3, weightDecay: 0.05, warmup: 125, evalEvery: 625, saveEvery: 625 };
 
 export function vitCommand(): Command {
   const d = DEFAULT_TRAIN_OPTIONS, v = VIT_DEFAULTS;
