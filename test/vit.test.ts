@@ -17,12 +17,14 @@ import { cpuBackend } from "../src/backends/index.js";
 import { Rng } from "../src/engines/rng.js";
 import { imageClassification, vitTrainingForward, type ImageBatchInput } from "../src/engines/vitForward.js";
 import { parseGGUF, readGGUF } from "../src/io/gguf/reader.js";
-import { initialVitBytes, vitTiny } from "../src/recipes/vitTiny.js";
+import { initialVitBytes, vitConfigFor, vitTiny } from "../src/recipes/vitTiny.js";
 import { parametersFromFile } from "../src/engines/trainParams.js";
-import { encodeIdx } from "../src/io/images/index.js";
+import { encodeIdx, ImageBatches, loadMnistDir } from "../src/io/images/index.js";
 import { readVitCard, renderVitCard } from "../src/card/vit.js";
 import { gradChecker } from "./helpers/gradCheck.js";
+import { events, losses, runDir } from "./helpers/runs.js";
 import { toy } from "./helpers/cli.js";
+import { sharedData } from "./helpers/fixtures.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "toy-vit-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
@@ -169,10 +171,6 @@ const syntheticDir = join(tmp, "synthetic");
   writeFileSync(join(syntheticDir, "t10k-labels-idx1-ubyte"), encodeIdx(labels, [N]));
 }
 
-type Event = Record<string, any>;
-const events = (dir: string): Event[] => readFileSync(join(dir, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-const losses = (dir: string) => events(dir).filter((e) => e.event === "step").map((e) => [e.step, e.loss]);
-const runDir = (out: string) => { const ids = readdirSync(out); assert.equal(ids.length, 1, `one run in ${out}`); return join(out, ids[0]); };
 const VIT_ARGS = ["--data", syntheticDir, "--config", "nano", "--steps", "150", "--batch", "16", "--lr", "5e-3", "--warmup", "10", "--eval-every", "75", "--save-every", "50", "--seed", "1", "--json"];
 
 function trainVit(out: string, env: Record<string, string> = {}): string {
@@ -292,4 +290,22 @@ test("a ViT's algorithm card renders, parses back to its config, and toy describ
   assert.equal(viaCard.status, 0, viaCard.stderr);
   assert.equal(viaCard.stdout, toy(["describe", ckpt, "--json"]).stdout);
   assert.deepEqual(JSON.parse(viaCard.stdout), config);
+});
+
+// ---- MNIST (../shared/data/mnist): a short run of the library API, as docs/vit.md shows it.
+
+const mnist = sharedData("mnist");
+
+test("MNIST: nano trained for 1,200 steps through the library API classifies the 2,000 held-out digits (≥ 80%)", { skip: mnist.skip }, () => {
+  const data = loadMnistDir(mnist.dir);
+  const run = vitTiny.realize(vitConfigFor(data.train, "nano"), {
+    steps: 1200, lr: 5e-3, warmup: 60, weightDecay: 0.05, seed: 0, classes: data.train.classes, normalization: data.normalization,
+  });
+  const batches = new ImageBatches(data.train, { batchSize: 32, seed: 0 });
+  const started = performance.now();
+  for (let s = 0; s < 1200; s++) run.step(batches.next());
+  const r = run.evaluate(data.eval);
+  console.log(`MNIST nano, 1,200 steps of 32: ${(100 * r.accuracy).toFixed(2)}% of ${r.count} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  assert.equal(r.count, 2000);
+  assert.ok(r.accuracy >= 0.8, `accuracy ${r.accuracy}`);
 });

@@ -22,7 +22,7 @@ import { DEFAULT_SCRATCH_CONFIG, fromScratch, SCRATCH_CONFIGS } from "../../reci
 import { DEFAULT_LORA_TARGETS, lora } from "../../recipes/lora.js";
 import { warmStart, type RealizedRun } from "../../recipes/warmStart.js";
 import { float, int } from "../common.js";
-import { betas, runLoop } from "./trainLoop.js";
+import { optimizerFlags, runLoop, type CommonTrainFlags } from "./trainLoop.js";
 import { trainVit, vitCommand, type VitSpec } from "./trainVit.js";
 import { cpuBackend, selectBackend, type Device } from "../../backends/index.js";
 import { backendOptions } from "./options.js";
@@ -30,34 +30,18 @@ import { resolveModelPath } from "../modelNames.js";
 
 type Recipe = "from-scratch" | "warm-start" | "lora";
 
-interface TrainFlags {
+interface TrainFlags extends CommonTrainFlags {
   model?: string;
   config?: string;
   data?: string;
   dataFormat?: DataFormat;
   ids?: string;
-  steps: number;
-  batch: number;
   seq: number;
-  lr: number;
-  betas: [number, number];
-  eps: number;
-  weightDecay: number;
-  schedule: "constant" | "cosine";
-  warmup: number;
-  clip: number;
   accum: number;
-  seed: number;
-  evalEvery: number;
-  saveEvery: number;
-  out: string;
-  json?: boolean;
   rank?: number;
   alpha?: number;
   targets?: string[];
   merge?: boolean;
-  backend?: string;
-  threads?: number;
 }
 
 /** What a checkpoint records to rebuild its run (state.json "run"). */
@@ -98,14 +82,8 @@ function trainingFlags(cmd: Command, recipe: Recipe): Command {
     .option("--ids <file>", "a JSON array of T+1 token ids: the one batch of every step")
     .option("--steps <n>", "optimizer steps", int("--steps", 1), r.steps)
     .option("--batch <n>", "sequences per micro-batch (not with --ids)", int("--batch", 1), r.batch)
-    .option("--seq <n>", "tokens per sequence (not with --ids)", int("--seq", 1), r.seq)
-    .option("--lr <x>", "peak learning rate", float("--lr", 0), r.lr)
-    .option("--betas <b1,b2>", "AdamW betas", betas, d.betas)
-    .option("--eps <x>", "AdamW epsilon", float("--eps", 0), d.eps)
-    .option("--weight-decay <x>", "decoupled weight decay (tensors with 2+ dims)", float("--weight-decay", 0), d.weightDecay)
-    .addOption(new Option("--schedule <kind>", "learning-rate schedule").choices(["constant", "cosine"]).default(d.schedule))
-    .option("--warmup <n>", "linear warmup steps", int("--warmup", 0), r.warmup)
-    .option("--clip <x>", "global gradient-norm clipping (0: off)", float("--clip", 0), d.clip)
+    .option("--seq <n>", "tokens per sequence (not with --ids)", int("--seq", 1), r.seq);
+  optimizerFlags(cmd, { ...r, weightDecay: d.weightDecay })
     .option("--accum <n>", "micro-batches per step (gradient accumulation)", int("--accum", 1), d.accum)
     .option("--seed <n>", "random seed (initial weights, data windows)", int("--seed", 0), d.seed)
     .option("--eval-every <n>", "validation loss every n steps (not with --ids; 0: start and end only)", int("--eval-every", 0), r.evalEvery)

@@ -6,9 +6,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import cliProgress from "cli-progress";
-import { InvalidArgumentError } from "commander";
+import { InvalidArgumentError, Option, type Command } from "commander";
 import type { Device } from "../../backends/index.js";
-import type { StepResult, Trainer, TrainOptions } from "../../engines/train.js";
+import { DEFAULT_TRAIN_OPTIONS, type StepResult, type Trainer, type TrainOptions } from "../../engines/train.js";
+import { float, int } from "../common.js";
 import { EventLog } from "../../engines/trainEvents.js";
 import { restoreTrainingState, saveTrainingState } from "../../engines/trainState.js";
 import type { Checkpoint, RunBundle } from "../../io/runs/bundle.js";
@@ -17,6 +18,39 @@ export function betas(value: string): [number, number] {
   const b = value.split(",").map(Number);
   if (b.length !== 2 || b.some((x) => !(x >= 0 && x < 1))) throw new InvalidArgumentError(`--betas must be two numbers in [0, 1) like 0.9,0.95, got "${value}"`);
   return [b[0], b[1]];
+}
+
+/** What every recipe's flags hold: the optimizer's, the run's length and seed, the bundle's. */
+export interface CommonTrainFlags {
+  steps: number;
+  batch: number;
+  lr: number;
+  betas: [number, number];
+  eps: number;
+  weightDecay: number;
+  schedule: "constant" | "cosine";
+  warmup: number;
+  clip: number;
+  seed: number;
+  evalEvery: number;
+  saveEvery: number;
+  out: string;
+  json?: boolean;
+  backend?: string;
+  threads?: number;
+}
+
+/** The optimizer's flags, --lr to --clip, with a recipe's own defaults where it has them. */
+export function optimizerFlags(cmd: Command, r: { lr: number; weightDecay: number; warmup: number }): Command {
+  const d = DEFAULT_TRAIN_OPTIONS;
+  return cmd
+    .option("--lr <x>", "peak learning rate", float("--lr", 0), r.lr)
+    .option("--betas <b1,b2>", "AdamW betas", betas, d.betas)
+    .option("--eps <x>", "AdamW epsilon", float("--eps", 0), d.eps)
+    .option("--weight-decay <x>", "decoupled weight decay (tensors with 2+ dims)", float("--weight-decay", 0), r.weightDecay)
+    .addOption(new Option("--schedule <kind>", "learning-rate schedule").choices(["constant", "cosine"]).default(d.schedule))
+    .option("--warmup <n>", "linear warmup steps", int("--warmup", 0), r.warmup)
+    .option("--clip <x>", "global gradient-norm clipping (0: off)", float("--clip", 0), d.clip);
 }
 
 export function toyVersion(): string {

@@ -5,7 +5,7 @@
 // ({epoch, index} in state.json's "rng"), so `toy train --resume` continues exactly.
 
 import { resolve } from "node:path";
-import { Command, Option } from "commander";
+import { Command } from "commander";
 import { UsageError } from "../../errors.js";
 import { DEFAULT_TRAIN_OPTIONS, type TrainOptions } from "../../engines/train.js";
 import { ImageBatches, loadImageData, type ImageSplit } from "../../io/images/index.js";
@@ -13,32 +13,16 @@ import { readGGUF } from "../../io/gguf/reader.js";
 import { RunBundle, type Checkpoint } from "../../io/runs/bundle.js";
 import { DEFAULT_VIT_CONFIG, VIT_CONFIGS, vitConfigFor, vitTiny, type VitRun } from "../../recipes/vitTiny.js";
 import { selectBackend } from "../../backends/index.js";
-import { float, int } from "../common.js";
+import { int } from "../common.js";
 import { backendOptions } from "./options.js";
-import { betas, runLoop } from "./trainLoop.js";
+import { optimizerFlags, runLoop, type CommonTrainFlags } from "./trainLoop.js";
 
-export interface VitFlags {
+export interface VitFlags extends CommonTrainFlags {
   data: string;
   config: string;
   trainCount?: number;
   evalCount?: number;
-  steps: number;
-  batch: number;
   augment: number;
-  lr: number;
-  betas: [number, number];
-  eps: number;
-  weightDecay: number;
-  schedule: "constant" | "cosine";
-  warmup: number;
-  clip: number;
-  seed: number;
-  evalEvery: number;
-  saveEvery: number;
-  out: string;
-  json?: boolean;
-  backend?: string;
-  threads?: number;
 }
 
 /** Defaults: what reaches 97% on MNIST's last 2,000 test digits from its first 8,000 (docs/vit.md). */
@@ -54,14 +38,8 @@ export function vitCommand(): Command {
     .option("--eval-count <n>", "MNIST: images to evaluate on (default: all of t10k, or the last 1/5 of a lone pair)", int("--eval-count", 1))
     .option("--steps <n>", "optimizer steps", int("--steps", 1), v.steps)
     .option("--batch <n>", "images per step", int("--batch", 1), v.batch)
-    .option("--augment <k>", "random translation by up to k pixels each way (0: off)", int("--augment", 0), v.augment)
-    .option("--lr <x>", "peak learning rate", float("--lr", 0), v.lr)
-    .option("--betas <b1,b2>", "AdamW betas", betas, d.betas)
-    .option("--eps <x>", "AdamW epsilon", float("--eps", 0), d.eps)
-    .option("--weight-decay <x>", "decoupled weight decay (tensors with 2+ dims)", float("--weight-decay", 0), v.weightDecay)
-    .addOption(new Option("--schedule <kind>", "learning-rate schedule").choices(["constant", "cosine"]).default(d.schedule))
-    .option("--warmup <n>", "linear warmup steps", int("--warmup", 0), v.warmup)
-    .option("--clip <x>", "global gradient-norm clipping (0: off)", float("--clip", 0), d.clip)
+    .option("--augment <k>", "random translation by up to k pixels each way (0: off)", int("--augment", 0), v.augment);
+  optimizerFlags(cmd, v)
     .option("--seed <n>", "random seed (initial weights, batch order, augmentation)", int("--seed", 0), d.seed)
     .option("--eval-every <n>", "accuracy on the evaluation split every n steps (0: start and end only)", int("--eval-every", 0), v.evalEvery)
     .option("--save-every <n>", "write a checkpoint every n steps (0: only the final one)", int("--save-every", 0), v.saveEvery)
@@ -88,7 +66,8 @@ function optionsOf(f: VitFlags): TrainOptions {
 export function trainVit(spec: VitSpec, openBundle: () => RunBundle, ckpt?: Checkpoint): Promise<void> {
   const { flags } = spec;
   const backend = selectBackend(flags.backend, { threads: flags.threads });
-  const data: ImageSplit = loadImageData(flags.data, { trainCount: flags.trainCount, evalCount: flags.evalCount, seed: flags.seed });
+  // Class folders split by seed 0 whatever --seed is, so toy eval --data finds the same split.
+  const data: ImageSplit = loadImageData(flags.data, { trainCount: flags.trainCount, evalCount: flags.evalCount });
   if (flags.batch > data.train.count) throw new UsageError(`--batch ${flags.batch}: the training split holds only ${data.train.count} images`);
   const options = { ...optionsOf(flags), backend };
   const run: VitRun = ckpt
