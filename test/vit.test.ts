@@ -24,6 +24,7 @@ import { readVitCard, renderVitCard } from "../src/card/vit.js";
 import { gradChecker } from "./helpers/gradCheck.js";
 import { events, losses, runDir } from "./helpers/runs.js";
 import { toy } from "./helpers/cli.js";
+import { encode as encodePng } from "fast-png";
 import { sharedData } from "./helpers/fixtures.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "toy-vit-"));
@@ -267,6 +268,31 @@ test("toy train vit and toy eval on bad --data: exit 3 with a message naming the
   assert.equal(e.status, 3, e.stderr);
   assert.match(e.stderr, /t10k-images-idx3-ubyte/);
   assert.ok(!existsSync(join(tmp, "bad-runs")) || readdirSync(join(tmp, "bad-runs")).length === 0, "no bundle for a run that never started");
+});
+
+test("toy train vit on class folders of PNGs: class names and sizes come from the folder and reach the checkpoint", () => {
+  const dir = join(tmp, "folders");
+  const rng = new Rng(3);
+  ["cat", "dog"].forEach((name, k) => {
+    mkdirSync(join(dir, name), { recursive: true });
+    for (let i = 0; i < 10; i++) {
+      const data = Uint8Array.from({ length: 14 * 14 }, (_, j) => ((k === 0 ? Math.floor(j / 14) : j % 14) % 2 === 0 ? 200 : 0) + Math.floor(rng.next() * 40));
+      writeFileSync(join(dir, name, `${i}.png`), encodePng({ width: 14, height: 14, data, channels: 1, depth: 8 }));
+    }
+  });
+  const out = join(tmp, "folder-runs");
+  const r = toy(["train", "vit", "--data", dir, "--config", "nano", "--steps", "4", "--batch", "4", "--json", "--out", out]);
+  assert.equal(r.status, 0, r.stderr);
+  const run = runDir(out);
+  assert.match(events(run)[0].data_split, /20 images in 2 classes; 4 \(fraction 0.2 of each class, seed 0\) held out/);
+  const file = readGGUF(join(run, "weights", "final.gguf"));
+  assert.deepEqual(file.metadata.get("vit.class_names"), ["cat", "dog"]);
+  assert.equal(file.metadata.get("vit.image.height"), 14);
+  const e = toy(["eval", join(run, "weights", "final.gguf"), "--data", dir, "--json"]);
+  assert.equal(e.status, 0, e.stderr);
+  const res = JSON.parse(e.stdout);
+  assert.deepEqual(res.classes, ["cat", "dog"]);
+  assert.equal(res.images, 4); // a fifth of each class held out
 });
 
 test("a ViT's algorithm card renders, parses back to its config, and toy describe reads it", () => {
