@@ -240,6 +240,10 @@ test("toy eval on a ViT checkpoint: accuracy and the confusion matrix, as text a
   assert.equal(text.status, 0, text.stderr);
   assert.match(text.stdout, /accuracy: \d+\.\d\d% \(\d+\/80\)/);
   assert.match(text.stdout, /true\\pred +0 +1 +2 +3/);
+  // A ViT is not a language model: toy infer says what it is (exit 3).
+  const infer = toy(["infer", ckpt, "--prompt", "hi"]);
+  assert.equal(infer.status, 3);
+  assert.match(infer.stderr, /a vit image classifier, not a language model/);
   // Usage: a ViT needs --data; a language model's flags are refused.
   assert.equal(toy(["eval", ckpt]).status, 2);
   assert.equal(toy(["eval", ckpt, "--data", syntheticDir, "--prompt", "hi"]).status, 2);
