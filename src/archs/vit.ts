@@ -58,7 +58,7 @@ export function vitForward(w: VitWeights, c: VitConfig, pixels: Tensor): Tensor 
   for (let b = 0; b < B; b++) {
     x.data.set(w.classToken, b * T * d);                                           // row 0: the class token
     x.data.set(E.data.subarray(b * n * d, (b + 1) * n * d), (b * T + 1) * d);     // rows 1..n: the patches
-    segments.push({ cache: new KVCache(c.nLayer, T, d), start: b * T, length: T, pos0: 0 });
+    segments.push({ cache: new KVCache(c.nLayer, T, d), start: b * T, length: T, pos0: 0 }); // image b: one sequence, all T rows seen
   }
   const positions = new Int32Array(B * T).map((_, i) => i % T);
   x = add(x, new Tensor([B * T, d], tile(w.positions, B), pixels.device));          // [B·T, d]

@@ -1,6 +1,8 @@
 // The training loop's one step: forward + backward over each micro-batch (gradient
 // accumulation: the mean of their gradients), global-norm clipping, the schedule's learning
-// rate, and an AdamW update of the float32 parameters in place.
+// rate, and an AdamW update of the float32 parameters in place. What is minimized is an
+// Objective: next-token prediction for a decoder, image classification for a ViT
+// (engines/vitForward.ts).
 
 import type { ModelConfig } from "../archs/config.js";
 import { AdamW } from "../optim/adamw.js";
