@@ -4,10 +4,9 @@
 // = vit, the `vit.*` keys of docs/vit.md) and every checkpoint is that file with trained weights.
 //   matrices and positions ~ N(0, 0.02²), the patch projection ~ N(0, 1/(C·P·P)) so that a
 //   patch token starts at about unit scale; biases 0; LayerNorm gains 1; the class token 0
-//   (timm: std 1e-6). A random class token would swamp, after the final LayerNorm, what
-//   attention brings it from the patches; at 0 the head sees the image from the first step
-//   (on MNIST: 93% after 5 epochs instead of 58%). Positions starting as 2-D sine-cosine codes
-//   (MAE) were tried too: no better on MNIST (95.0% vs 95.6% after 10 epochs).
+//   (timm: std 1e-6), so that at first its state is only what attention brings it from the
+//   patches. Positions starting as 2-D sine-cosine codes (MAE) were tried: no better on MNIST
+//   (95.0% vs 95.6% after 10 epochs; docs/vit.md).
 
 import { loadVisionModel, type VisionModel } from "../archs/vit.js";
 import { patchCount, patchSize, VIT_KEYS, vitConfigOf, vitConfigProblem, type VitConfig } from "../archs/vitConfig.js";
