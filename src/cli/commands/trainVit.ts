@@ -80,7 +80,7 @@ export function trainVit(spec: VitSpec, openBundle: () => RunBundle, ckpt?: Chec
     start: { recipe: "vit", model: `${flags.config} (from scratch)`, data: flags.data, data_split: data.description, config: run.config },
     nextBatch: () => [batches.next()],
     samplerState: () => [batches.state.epoch, batches.state.index],
-    evaluate: () => {
+    evaluate: data.eval.count === 0 ? null : () => {
       const r = run.evaluate(data.eval);
       return { fields: { val_loss: r.loss, accuracy: r.accuracy }, text: `validation loss ${r.loss.toFixed(4)}  accuracy ${(100 * r.accuracy).toFixed(2)}% (${r.correct}/${r.count})` };
     },
