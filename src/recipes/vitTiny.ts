@@ -32,7 +32,7 @@ export interface VitShape {
   nFF: number;
 }
 
-/** Named shapes. `tiny` (the default) reaches 97% on MNIST's held-out digits (docs/vit.md). */
+/** Named shapes. `tiny` (the default) reaches 98.5% on MNIST's 2,000 held-out digits in 20 epochs (docs/vit.md). */
 export const VIT_CONFIGS: Record<string, VitShape> = {
   nano: { patchSize: 7, nEmbd: 32, nLayer: 2, nHead: 2, nFF: 64 },
   tiny: { patchSize: 7, nEmbd: 64, nLayer: 4, nHead: 4, nFF: 128 },
