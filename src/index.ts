@@ -33,6 +33,9 @@ export { qwen2, qwen3 } from "./archs/qwen.js";
 export { gemma2 } from "./archs/gemma2.js";
 export { olmoe } from "./archs/olmoe.js";
 export { gpt2 } from "./archs/gpt2.js";
+// The Vision Transformer (docs/vit.md): an image classifier, not a LanguageModel.
+export { vitForward, loadVitWeights, loadVisionModel, patchify, type VisionModel, type VitWeights } from "./archs/vit.js";
+export { vitConfigOf, vitLabelsOf, vitConfigProblem, patchCount, VIT_KEYS, type VitConfig } from "./archs/vitConfig.js";
 
 // Engines: decoding with a KV cache, sampling, scoring.
 export {
@@ -66,14 +69,14 @@ export { resolveModelPath, defaultModelPath } from "./cli/modelNames.js";
 // io: images — IDX (MNIST) and PNG/JPEG class folders, standardization, seeded batches (docs/images.md).
 export {
   readIdx, parseIdx, encodeIdx, IDX_TYPES,
-  loadMnistDir, loadMnistPair, findMnistFiles,
+  loadMnistDir, loadMnistPair, findMnistFiles, MNIST_FILE, loadImageData,
   loadImageFolder, readImageFolder, listImageFolder, loadImage, readImage, decodeImage,
   isGray, toChannels, resizeImage,
   computeNormalization, normalize, normalizePixels, splitByFraction, standardize,
   imageSize, sliceImages, selectImages, classCounts,
   ImageBatches, batchesInOrder, randomTranslate, shuffled, seedFor,
   type IdxFile, type IdxArray, type IdxTypeCode, type ImageSet, type ImageSplit, type Normalization,
-  type MnistOptions, type MnistFiles, type MnistPair, type ImageFolderOptions, type ImageFolderSplitOptions,
+  type MnistOptions, type ImageDataOptions, type MnistFiles, type MnistPair, type ImageFolderOptions, type ImageFolderSplitOptions,
   type ImageSize, type DecodedImage, type ResizeMethod, type Augmentation,
   type BatchOptions, type BatchState, type ImageBatch,
 } from "./io/images/index.js";
@@ -90,7 +93,9 @@ export * as autograd from "./autograd/index.js";
 export { Tape, Var } from "./autograd/tape.js";
 export { lossAndGradients, trainingForward, type Parameters, type Batch, type LossAndGradients } from "./engines/trainForward.js";
 export { parametersFromFile, writeCheckpoint } from "./engines/trainParams.js";
-export { Trainer, DEFAULT_TRAIN_OPTIONS, type TrainOptions, type RunOptions, type StepResult } from "./engines/train.js";
+export { Trainer, DEFAULT_TRAIN_OPTIONS, nextToken, type Objective, type TrainOptions, type RunOptions, type StepResult } from "./engines/train.js";
+export { vitTrainingForward, imageClassification, type ImageBatchInput } from "./engines/vitForward.js";
+export { classify, formatConfusion, type ClassifyResult } from "./engines/classify.js";
 export { EventLog, EVENT_SCHEMA, type RunEvent } from "./engines/trainEvents.js";
 export { AdamW, learningRate, clipGradNorm, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
 export {
@@ -98,6 +103,10 @@ export {
   applyLoraAdapter, readLoraAdapter, writeLoraAdapter,
   type RealizedRun, type ScratchOptions, type ScratchShape, type LoraOptions, type LoraRun, type LoraAdapter,
 } from "./recipes/index.js";
+export {
+  vitTiny, vitConfigFor, VIT_CONFIGS, DEFAULT_VIT_CONFIG, initialVitBytes,
+  type VitRun, type VitOptions, type VitShape,
+} from "./recipes/vitTiny.js";
 
 // io: training data and run records — the corpus shipped with toy, seeded windows with a held-out
 // tail, run bundles, loss-curve pictures of one run or several.
@@ -108,7 +117,7 @@ export {
 } from "./io/runs/index.js";
 
 // Algorithm cards.
-export { renderCard, parseCard, readCard, canonicalConfig, type CardMeta, type ParsedCard } from "./card/index.js";
+export { renderCard, parseCard, readCard, canonicalConfig, renderVitCard, readVitCard, type CardMeta, type ParsedCard } from "./card/index.js";
 
 // Errors and the exit codes they map to.
 export { EXIT, ToyError, UsageError, ModelFileError, BackendError, DataFileError } from "./errors.js";

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { fromScratch } from "../src/recipes/fromScratch.js";
 import { tokenizerFromMetadata } from "../src/io/tokenizer/index.js";
 import { readGGUF } from "../src/io/gguf/reader.js";
+import { events, losses, runDir } from "./helpers/runs.js";
 import { toy, toyBin } from "./helpers/cli.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "toy-train-runs-"));
@@ -23,10 +24,6 @@ const data = join(tmp, "data.txt");
 writeFileSync(data, Array.from({ length: 200 }, (_, i) => `The cat ${i % 7} sat on the mat. The dog ran to the park.`).join("\n"));
 const ARGS = ["--config", "nano", "--data", data, "--batch", "2", "--seq", "16", "--steps", "8", "--save-every", "2", "--eval-every", "4", "--seed", "3", "--json"];
 
-type Event = Record<string, any>;
-const events = (dir: string): Event[] => readFileSync(join(dir, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-const losses = (dir: string) => events(dir).filter((e) => e.event === "step").map((e) => [e.step, e.loss]);
-const runDir = (out: string) => { const ids = readdirSync(out); assert.equal(ids.length, 1, `one run in ${out}`); return join(out, ids[0]); };
 
 function train(out: string, env: Record<string, string> = {}): string {
   const r = toy(["train", "from-scratch", ...ARGS, "--out", out], { env });

@@ -31,6 +31,9 @@ export function architectureOf(file: GGUFFile): Architecture {
   const name = file.metadata.get("general.architecture");
   if (typeof name !== "string") throw new ModelFileError(`${file.path}: metadata general.architecture is missing`);
   const arch = ARCHITECTURES[name];
+  if (!arch && name === "vit") {
+    throw new ModelFileError(`${file.path}: a vit image classifier, not a language model (evaluate it with toy eval MODEL --data DIR; toy describe MODEL shows its card)`);
+  }
   if (!arch) throw new ModelFileError(`${file.path}: architecture "${name}" is not supported (supported: ${supportedArchitectures().join(", ")})`);
   return arch;
 }

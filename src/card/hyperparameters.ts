@@ -12,21 +12,21 @@ export type ValueKind =
   | { type: "bool" }
   | { type: "word"; words: Record<string, string | null> };
 
-export interface Hyperparameter {
+export interface Hyperparameter<C = ModelConfig> {
   symbol: string;
   kind: ValueKind;
   /** The value in the config (rope fields: undefined when rope is null). */
-  get(c: ModelConfig): unknown;
+  get(c: C): unknown;
   /** What the line means, with derived numbers for the reader (never parsed). */
-  note(c: ModelConfig): string;
+  note(c: C): string;
   /** Only on the card when this holds (the RoPE details when there is RoPE). */
-  present?(c: ModelConfig): boolean;
+  present?(c: C): boolean;
 }
 
-const count = (min = 0): ValueKind => ({ type: "count", min });
-const num = (positive = false): ValueKind => ({ type: "number", positive });
+export const count = (min = 0): ValueKind => ({ type: "count", min });
+export const num = (positive = false): ValueKind => ({ type: "number", positive });
 const bool: ValueKind = { type: "bool" };
-const word = (words: Record<string, string | null>): ValueKind => ({ type: "word", words });
+export const word = (words: Record<string, string | null>): ValueKind => ({ type: "word", words });
 const hasRope = (c: ModelConfig) => c.rope !== null;
 
 /** The words each enumerated field is written as, and the config value each stands for. */

@@ -22,7 +22,51 @@ export function parseCard(text: string, source = "card"): ModelConfig {
 const squash = (s: string): string => s.replace(/\s+/g, " ").trim();
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
+/** What reading a card needs to know about one family of models (decoders, ViTs). */
+export interface CardKind<C> {
+  style: string;
+  hyperparameters: Hyperparameter<C>[];
+  /** The config the hyperparameter lines give: `get(symbol)` reads a value (failing when it is
+   *  missing), `given(symbol)` says whether a line gave it, `fail(symbol, msg)` blames its line. */
+  build(get: (symbol: string) => any, given: (symbol: string) => boolean, fail: (symbol: string, msg: string) => never): C;
+  arch(c: C): string;
+  render(c: C, meta: CardMeta): string;
+}
+
+const DECODER_CARD: CardKind<ModelConfig> = {
+  style: CARD_STYLE,
+  hyperparameters: HYPERPARAMETERS,
+  build(get, given, fail) {
+    const style = get("rope") as "interleaved" | "neox" | null;
+    for (const h of HYPERPARAMETERS) {
+      if (h.present && style === null && given(h.symbol)) fail(h.symbol, `${h.symbol} is given but rope = none`);
+    }
+    const config = canonicalConfig({
+      arch: get("arch"),
+      nVocab: get("N_V"), nEmbd: get("d_e"), nLayer: get("L"), nHead: get("H"), nKVHead: get("H_kv"), headDim: get("d_h"),
+      nFF: get("d_ff"), contextLength: get("ℓ_max"),
+      norm: { kind: get("norm"), eps: get("ε") },
+      rope: style === null ? null : { base: get("θ"), dims: get("d_rot"), style, freqScale: get("s_rope"), freqFactors: get("freq_factors") },
+      attention: {
+        qkvBias: get("qkv_bias"), fusedQKV: get("fused_qkv"), outBias: get("out_bias"), qkNorm: get("qk_norm"),
+        scale: get("τ"), softcap: get("c_attn"), window: get("w"), windowLayers: get("window_layers"),
+      },
+      ffn: { kind: get("ffn"), bias: get("ffn_bias"), experts: get("E"), expertsUsed: get("k") },
+      embedScale: get("s_e"), postNorms: get("post_norms"), finalSoftcap: get("c_out"), tiedOutput: get("tied_output"),
+    });
+    validate(config, fail);
+    return config;
+  },
+  arch: (c) => c.arch,
+  render: renderCard,
+};
+
+/** A decoder's card (see ./vit.ts for a ViT's). */
 export function readCard(text: string, source = "card"): ParsedCard {
+  return readCardOf(DECODER_CARD, text, source);
+}
+
+export function readCardOf<C>(kind: CardKind<C>, text: string, source = "card"): { config: C; meta: CardMeta } {
   const lines = text.replace(/\r\n?/g, "\n").split("\n");
   const fail = (line: number, message: string): never => {
     throw new UsageError(`${source}:${line}: ${message}`);
@@ -36,7 +80,7 @@ export function readCard(text: string, source = "card"): ParsedCard {
   if (!m) fail(title.n, `expected the title "Algorithm: ARCH — NAME", got ${JSON.stringify(clip(title.text))}`);
   const titleArch = m![1];
   let rest = m![2].trim();
-  if (rest.endsWith(CARD_STYLE)) rest = rest.slice(0, -CARD_STYLE.length).trim();
+  if (rest.endsWith(kind.style)) rest = rest.slice(0, -kind.style.length).trim();
   const name = rest.startsWith("—") ? rest.slice(1).trim() : rest === "" ? undefined : fail(title.n, `expected " — NAME" after the architecture, got ${JSON.stringify(clip(rest))}`);
 
   const hyperStart = numbered.findIndex((l) => l.text.trim() === "Hyperparameters:");
@@ -45,7 +89,7 @@ export function readCard(text: string, source = "card"): ParsedCard {
   if (hyperEnd < 0) hyperEnd = numbered.length;
 
   // The hyperparameters: "<symbol> = <value>  ▷ <note>".
-  const bySymbol = new Map(HYPERPARAMETERS.map((h) => [h.symbol, h]));
+  const bySymbol = new Map(kind.hyperparameters.map((h) => [h.symbol, h]));
   const values = new Map<string, { value: unknown; line: number }>();
   for (const { text, n } of numbered.slice(hyperStart + 1, hyperEnd)) {
     const body = text.split(NOTE_MARK)[0].trim();
@@ -53,7 +97,7 @@ export function readCard(text: string, source = "card"): ParsedCard {
     if (!kv) fail(n, `expected "SYMBOL = VALUE", got ${JSON.stringify(clip(body))}`);
     const [, symbol, raw] = kv!;
     const h = bySymbol.get(symbol);
-    if (!h) fail(n, `unknown hyperparameter "${symbol}" (known: ${HYPERPARAMETERS.map((x) => x.symbol).join(", ")})`);
+    if (!h) fail(n, `unknown hyperparameter "${symbol}" (known: ${kind.hyperparameters.map((x) => x.symbol).join(", ")})`);
     if (values.has(symbol)) fail(n, `${symbol} is given twice (first on line ${values.get(symbol)!.line})`);
     values.set(symbol, { value: parseValue(h!, raw, (msg) => fail(n, msg)), line: n });
   }
@@ -64,29 +108,11 @@ export function readCard(text: string, source = "card"): ParsedCard {
     return v!.value;
   };
   const lineOf = (symbol: string) => values.get(symbol)?.line ?? sectionLine;
-
-  const style = get("rope") as "interleaved" | "neox" | null;
-  for (const h of HYPERPARAMETERS) {
-    if (h.present && style === null && values.has(h.symbol)) fail(lineOf(h.symbol), `${h.symbol} is given but rope = none`);
-  }
-  const config = canonicalConfig({
-    arch: get("arch"),
-    nVocab: get("N_V"), nEmbd: get("d_e"), nLayer: get("L"), nHead: get("H"), nKVHead: get("H_kv"), headDim: get("d_h"),
-    nFF: get("d_ff"), contextLength: get("ℓ_max"),
-    norm: { kind: get("norm"), eps: get("ε") },
-    rope: style === null ? null : { base: get("θ"), dims: get("d_rot"), style, freqScale: get("s_rope"), freqFactors: get("freq_factors") },
-    attention: {
-      qkvBias: get("qkv_bias"), fusedQKV: get("fused_qkv"), outBias: get("out_bias"), qkNorm: get("qk_norm"),
-      scale: get("τ"), softcap: get("c_attn"), window: get("w"), windowLayers: get("window_layers"),
-    },
-    ffn: { kind: get("ffn"), bias: get("ffn_bias"), experts: get("E"), expertsUsed: get("k") },
-    embedScale: get("s_e"), postNorms: get("post_norms"), finalSoftcap: get("c_out"), tiedOutput: get("tied_output"),
-  });
-  if (titleArch !== config.arch) fail(title.n, `the title names architecture "${titleArch}" but arch = ${config.arch} (line ${lineOf("arch")})`);
-  validate(config, (symbol, msg) => fail(lineOf(symbol), msg));
+  const config = kind.build(get, (symbol) => values.has(symbol), (symbol, msg) => fail(lineOf(symbol), msg));
+  if (titleArch !== kind.arch(config)) fail(title.n, `the title names architecture "${titleArch}" but arch = ${kind.arch(config)} (line ${lineOf("arch")})`);
 
   // Everything else must be what these hyperparameters give.
-  const expected = renderCard(config, { name }).split("\n").filter((l) => l.trim() !== "");
+  const expected = kind.render(config, { name }).split("\n").filter((l) => l.trim() !== "");
   const expHyper = expected.indexOf("Hyperparameters:");
   const expParams = expected.findIndex((l) => l.startsWith("Parameters:"));
   const check = (actual: typeof numbered, wanted: string[], after: number) => {
@@ -105,7 +131,7 @@ export function readCard(text: string, source = "card"): ParsedCard {
   return { config, meta: name === undefined ? {} : { name } };
 }
 
-function parseValue(h: Hyperparameter, raw: string, fail: (msg: string) => never): unknown {
+function parseValue<C>(h: Hyperparameter<C>, raw: string, fail: (msg: string) => never): unknown {
   const k = h.kind;
   switch (k.type) {
     case "count": {
@@ -127,7 +153,7 @@ function parseValue(h: Hyperparameter, raw: string, fail: (msg: string) => never
   }
 }
 
-function describe(h: Hyperparameter): string {
+function describe<C>(h: Hyperparameter<C>): string {
   return h.kind.type === "word" ? `one of ${Object.keys(h.kind.words).join(", ")}` : h.kind.type === "bool" ? "yes or no" : `e.g. ${h.symbol} = ${formatValue(h.kind, h.kind.type === "count" ? Math.max(1, h.kind.min) : 1)}`;
 }
 

@@ -16,19 +16,19 @@ export interface CardMeta {
 
 export const CARD_STYLE = "(decoder-only transformer, Phuong & Hutter 2022 style)";
 export const NOTE_MARK = "▷";
-const NOTE_COLUMN = 34;
-const BODY_NOTE_COLUMN = 62;
+export const NOTE_COLUMN = 34;
+export const BODY_NOTE_COLUMN = 62;
 
 /** Display width: code points, not counting combining marks (the tilde of X̃). */
 export function displayWidth(s: string): number {
   return [...s.replace(/\p{M}/gu, "")].length;
 }
 
-const withNote = (text: string, note: string, column: number): string =>
+export const withNote = (text: string, note: string, column: number): string =>
   note === "" ? text : text + " ".repeat(Math.max(2, column - displayWidth(text))) + `${NOTE_MARK} ${note}`;
 
-const R = (...dims: number[]): string => dims.length === 1 ? `R^${dims[0]}` : `R^(${dims.join("×")})`;
-const group = (n: number): string => n.toLocaleString("en-US");
+export const R = (...dims: number[]): string => dims.length === 1 ? `R^${dims[0]}` : `R^(${dims.join("×")})`;
+export const group = (n: number): string => n.toLocaleString("en-US");
 
 export function renderCard(config: ModelConfig, meta: CardMeta = {}): string {
   const name = meta.name ?? (meta.path ? meta.path.split(/[\\/]/).pop() : undefined);

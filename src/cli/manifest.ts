@@ -86,7 +86,7 @@ export const COMMAND_INFO: Record<string, CommandInfo> = {
     exitCodes: MODEL_CODES,
     json: { lines: false, shape: {
       tokens: "integer[]", positions: [LOGPROB_POSITION], nll: "number", perplexity: "number", tokens_scored: "integer",
-    }, note: "positions[i] scores tokens[i+1]; top lists [id, logprob] pairs, most likely first" },
+    }, note: "positions[i] scores tokens[i+1]; top lists [id, logprob] pairs, most likely first. A vit model with --data prints { images: integer, correct: integer, accuracy: number, loss: number, classes: string[], confusion: integer[][] (rows: true class), data: string } instead" },
   },
   tokenize: {
     exitCodes: [ok, runtime, usage, badModel],

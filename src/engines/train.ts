@@ -1,6 +1,8 @@
 // The training loop's one step: forward + backward over each micro-batch (gradient
 // accumulation: the mean of their gradients), global-norm clipping, the schedule's learning
-// rate, and an AdamW update of the float32 parameters in place.
+// rate, and an AdamW update of the float32 parameters in place. What is minimized is an
+// Objective: next-token prediction for a decoder, image classification for a ViT
+// (engines/vitForward.ts).
 
 import type { ModelConfig } from "../archs/config.js";
 import { AdamW } from "../optim/adamw.js";
@@ -10,7 +12,7 @@ import { Tape } from "../autograd/tape.js";
 import { trainKernelsFor, type TrainKernels } from "../autograd/kernels/index.js";
 import { selectBackend, type Device } from "../backends/index.js";
 import { crossEntropy } from "../autograd/ops/crossEntropy.js";
-import { lossAndGradients, trainingForward, type Batch, type Parameters, type TrainSetup } from "./trainForward.js";
+import { lossAndGradients, trainingForward, type Batch, type LossAndGradients, type Parameters, type TrainSetup } from "./trainForward.js";
 
 export interface TrainOptions {
   steps: number;
@@ -49,32 +51,55 @@ export interface StepResult {
   lr: number;
   /** Global L2 norm of the gradient before clipping. */
   gradNorm: number;
+  /** What the step's batches held (tokens; images for a ViT). */
   tokens: number;
   seconds: number;
   /** The (accumulated, clipped) gradients the update used, by GGUF name. */
   grads: Map<string, Float32Array>;
 }
 
-export class Trainer {
+/** What a Trainer minimizes, over batches of type B. */
+export interface Objective<B> {
+  /** The mean loss of a batch and ∂loss/∂θ for every trainable parameter. */
+  lossAndGradients(params: Parameters, batch: B, setup: TrainSetup): LossAndGradients;
+  /** The mean loss of a batch (no gradients). */
+  loss(params: Parameters, batch: B, setup: TrainSetup): number;
+  /** What a batch holds, for throughput: tokens, images. */
+  count(batch: B): number;
+}
+
+/** Next-token prediction with a decoder of config c (the language-model recipes' objective). */
+export function nextToken(c: ModelConfig): Objective<Batch> {
+  return {
+    lossAndGradients: (params, batch, setup) => lossAndGradients(c, params, batch, setup),
+    loss: (params, batch, setup) => crossEntropy(trainingForward(new Tape(setup.kernels), c, params, batch, setup).logits, batch.target).data[0],
+    count: (batch) => batch.input.length,
+  };
+}
+
+export class Trainer<B = Batch> {
   readonly optimizer: AdamW;
+  readonly objective: Objective<B>;
   /** Steps taken so far. */
   stepsDone = 0;
 
-  constructor(readonly config: ModelConfig, readonly params: Parameters, readonly options: TrainOptions, readonly setup: TrainSetup = {}) {
+  /** `objective`: a decoder's config (next-token prediction) or any Objective. */
+  constructor(objective: ModelConfig | Objective<B>, readonly params: Parameters, readonly options: TrainOptions, readonly setup: TrainSetup = {}) {
+    this.objective = "lossAndGradients" in objective ? objective : (nextToken(objective) as unknown as Objective<B>);
     this.optimizer = new AdamW({ lr: options.lr, betas: options.betas, eps: options.eps, weightDecay: options.weightDecay });
   }
 
   /** One optimizer step over `microBatches` (one per accumulation step). */
-  step(microBatches: Batch | readonly Batch[]): StepResult {
-    const batches = Array.isArray(microBatches) ? (microBatches as readonly Batch[]) : [microBatches as Batch];
+  step(microBatches: B | readonly B[]): StepResult {
+    const batches = Array.isArray(microBatches) ? (microBatches as readonly B[]) : [microBatches as B];
     if (batches.length === 0) throw new RangeError("Trainer.step: no batch");
     const start = performance.now();
     let loss = 0, tokens = 0;
     let grads: Map<string, Float32Array> | undefined;
     for (const batch of batches) {
-      const r = lossAndGradients(this.config, this.params, batch, this.setup);
+      const r = this.objective.lossAndGradients(this.params, batch, this.setup);
       loss += r.loss / batches.length;
-      tokens += batch.input.length;
+      tokens += this.objective.count(batch);
       if (!grads) grads = r.grads;
       else for (const [name, g] of r.grads) { const acc = grads.get(name)!; for (let i = 0; i < g.length; i++) acc[i] += g[i]; }
     }
@@ -88,8 +113,7 @@ export class Trainer {
   }
 
   /** The mean loss of a batch under the current parameters (no update). */
-  evaluate(batch: Batch): number {
-    const tape = new Tape(this.setup.kernels);
-    return crossEntropy(trainingForward(tape, this.config, this.params, batch, this.setup).logits, batch.target).data[0];
+  evaluate(batch: B): number {
+    return this.objective.loss(this.params, batch, this.setup);
   }
 }

@@ -50,7 +50,7 @@ export interface LossAndGradients {
 }
 
 /** The tape's leaves: one Var per GGUF tensor, shaped [rows, dims[0]]. */
-class ParamVars {
+export class ParamVars {
   private readonly vars = new Map<string, Var>();
   constructor(readonly tape: Tape, readonly p: Parameters, readonly setup: TrainSetup = {}) {}
   /** The leaf of a parameter (no adapter applied). */
@@ -86,7 +86,7 @@ function norm(x: Var, P: ParamVars, name: string, c: ModelConfig): Var {
 }
 
 /** Dense feed-forward: SwiGLU / GeGLU / GELU MLP.  x: [N, d] → [N, d] */
-function feedForward(x: Var, w: { gate?: Var; up: Var; down: Var; upBias?: Var | null; downBias?: Var | null }, kind: ModelConfig["ffn"]["kind"]): Var {
+export function feedForward(x: Var, w: { gate?: Var; up: Var; down: Var; upBias?: Var | null; downBias?: Var | null }, kind: ModelConfig["ffn"]["kind"]): Var {
   if (kind === "mlp") return linear(gelu(linear(x, w.up, w.upBias)), w.down, w.downBias);
   const gate = linear(x, w.gate!), up = linear(x, w.up);            // [N, ffn]
   return linear(kind === "swiglu" ? swiglu(gate, up) : geglu(gate, up), w.down); // [N, d]
@@ -179,8 +179,13 @@ export function lossAndGradients(c: ModelConfig, params: Parameters, batch: Batc
   const { logits, leaves } = trainingForward(tape, c, params, batch, setup);
   const loss = crossEntropy(logits, batch.target);
   tape.backward(loss);
+  return { loss: loss.data[0], grads: gradientsOf(params, leaves, setup) };
+}
+
+/** The leaves' gradients after a backward, for every trainable parameter (zeros where unused). */
+export function gradientsOf(params: Parameters, leaves: [string, Var][], setup: TrainSetup): Map<string, Float32Array> {
   const grads = new Map<string, Float32Array>();
   for (const [name, values] of params.values) if (!setup.frozen?.has(name)) grads.set(name, new Float32Array(values.length));
   for (const [name, v] of leaves) if (v.grad && grads.has(name)) grads.get(name)!.set(v.grad);
-  return { loss: loss.data[0], grads };
+  return grads;
 }

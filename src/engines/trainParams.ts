@@ -2,7 +2,7 @@
 
 import { GGMLType } from "../io/gguf/types.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
-import { writeGGUF } from "../io/gguf/writer.js";
+import { writeGGUF, type GGUFWriteSpec } from "../io/gguf/writer.js";
 import { dequantize } from "../quant/index.js";
 import { weightFromInfo } from "../tensor/weight.js";
 import type { Parameters } from "./trainForward.js";
@@ -23,6 +23,11 @@ export function parametersFromFile(file: GGUFFile): Parameters {
  * tensor names, atomically; `extra` metadata entries are added or replaced.
  */
 export function writeCheckpoint(path: string, source: GGUFFile, params: Parameters, extra: Record<string, string | number> = {}): void {
+  writeGGUF(path, checkpointSpec(source, params, extra));
+}
+
+/** What writeCheckpoint writes, to write or to encode in memory (encodeGGUF). */
+export function checkpointSpec(source: GGUFFile, params: Parameters, extra: Record<string, string | number> = {}): GGUFWriteSpec {
   const metadata = new Map(source.metadata);
   const metadataTypes = new Map(source.metadataTypes);
   for (const [k, v] of Object.entries(extra)) { metadata.set(k, v); metadataTypes.delete(k); }
@@ -30,5 +35,5 @@ export function writeCheckpoint(path: string, source: GGUFFile, params: Paramete
     const v = params.values.get(info.name)!;
     return { name: info.name, dims: params.dims.get(info.name)!, type: GGMLType.F32, bytes: new Uint8Array(v.buffer, v.byteOffset, v.byteLength) };
   });
-  writeGGUF(path, { metadata, metadataTypes, tensors, alignment: source.alignment });
+  return { metadata, metadataTypes, tensors, alignment: source.alignment };
 }

@@ -35,12 +35,21 @@ export const swiglu = (gate: Var, up: Var): Var => gated(gate, up, silu, siluGra
 /** GeGLU: gelu(gate) ⊙ up */
 export const geglu = (gate: Var, up: Var): Var => gated(gate, up, geluTanh, geluGrad);
 
-/** GELU (tanh approximation) */
+/** GELU (tanh approximation); tanh u is kept from the forward for the backward (same values as
+ *  geluTanh and geluGrad, one tanh per element instead of two). */
 export function gelu(x: Var): Var {
-  const y = new Float32Array(x.size);
-  for (let i = 0; i < y.length; i++) y[i] = geluTanh(x.data[i]);
+  const X = x.data, n = x.size;
+  const y = new Float32Array(n), th = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = X[i], t = Math.tanh(K * (v + 0.044715 * v * v * v));
+    th[i] = t;
+    y[i] = 0.5 * v * (1 + t);
+  }
   return x.tape.record(x.shape, y, [x], (out) => {
     const dx = x.gradBuffer(), dy = out.grad!;
-    for (let i = 0; i < dx.length; i++) dx[i] += geluGrad(x.data[i]) * dy[i];
+    for (let i = 0; i < n; i++) {
+      const v = X[i], t = th[i];
+      dx[i] += (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * K * (1 + 3 * 0.044715 * v * v)) * dy[i];
+    }
   });
 }

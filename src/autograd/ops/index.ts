@@ -2,6 +2,7 @@ export { linear } from "./linear.js";
 export { embedding } from "./embedding.js";
 export { add, scale, softcap } from "./arith.js";
 export { reshape, sliceCols, sliceRows, gatherRows } from "./shape.js";
+export { concatRows } from "./concat.js";
 export { rmsNorm, layerNorm } from "./norm.js";
 export { rope, ropeFrequencies } from "./rope.js";
 export { attention, type AttentionShape } from "./attention.js";

@@ -4,7 +4,8 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { Command } from "commander";
-import { configOfHeader, readCard, renderCard } from "../../card/index.js";
+import { configOfHeader, readCard, renderCard, vitConfigOfHeader } from "../../card/index.js";
+import { isVitCard, readVitCard, renderVitCard } from "../../card/vit.js";
 import { UsageError } from "../../errors.js";
 import { readGGUFHeader } from "../../io/gguf/reader.js";
 import { printJson } from "../common.js";
@@ -27,6 +28,12 @@ export function describeCommand(): Command {
       if (flags.parse !== undefined) {
         let text: string;
         try { text = readFileSync(flags.parse, "utf8"); } catch (e) { throw new UsageError(`${flags.parse}: cannot read the card (${(e as NodeJS.ErrnoException).code ?? e})`); }
+        if (isVitCard(text)) {
+          const { config, meta } = readVitCard(text, flags.parse);
+          if (flags.json) printJson(config);
+          else process.stdout.write(renderVitCard(config, meta));
+          return;
+        }
         const { config, meta } = readCard(text, flags.parse);
         if (flags.json) printJson(config);
         else process.stdout.write(renderCard(config, meta));
@@ -34,11 +41,16 @@ export function describeCommand(): Command {
       }
       const path = resolveModelPath(modelSpec!);
       const header = readGGUFHeader(path);
+      const name = header.metadata.get("general.name");
+      const meta = { name: typeof name === "string" && name.trim() !== "" ? name : basename(path), path };
+      if (header.metadata.get("general.architecture") === "vit") {
+        const config = vitConfigOfHeader(header, path);
+        if (flags.json) printJson(config);
+        else process.stdout.write(renderVitCard(config, meta));
+        return;
+      }
       const config = configOfHeader(header, path);
       if (flags.json) printJson(config);
-      else {
-        const name = header.metadata.get("general.name");
-        process.stdout.write(renderCard(config, { name: typeof name === "string" && name.trim() !== "" ? name : basename(path), path }));
-      }
+      else process.stdout.write(renderCard(config, meta));
     });
 }

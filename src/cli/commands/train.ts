@@ -1,4 +1,4 @@
-// toy train from-scratch | warm-start | lora, and toy train --resume runs/<id>.
+// toy train from-scratch | warm-start | lora | vit (./trainVit.ts), and toy train --resume runs/<id>.
 // Every run writes a bundle DIR/<id>/ (io/runs/bundle.ts): events.jsonl (toy/v1), loss.svg,
 // weights/step-N.gguf checkpoints with their optimizer and random state, and weights/final.gguf.
 // Data: --ids FILE trains on one fixed batch (a JSON array of T+1 ids: input = all but the last,
@@ -9,14 +9,11 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import cliProgress from "cli-progress";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { ToyError, UsageError } from "../../errors.js";
 import { Rng } from "../../engines/rng.js";
-import { DEFAULT_TRAIN_OPTIONS, type StepResult, type TrainOptions } from "../../engines/train.js";
+import { DEFAULT_TRAIN_OPTIONS, type TrainOptions } from "../../engines/train.js";
 import type { Batch } from "../../engines/trainForward.js";
-import { EventLog } from "../../engines/trainEvents.js";
-import { restoreTrainingState, saveTrainingState } from "../../engines/trainState.js";
 import { tokenizerFromMetadata } from "../../io/tokenizer/index.js";
 import { RunBundle, type Checkpoint } from "../../io/runs/bundle.js";
 import { corpusTokens, DATA_FORMATS, dataFormatOf, defaultCorpusPath, type DataFormat } from "../../io/runs/corpus.js";
@@ -25,40 +22,26 @@ import { DEFAULT_SCRATCH_CONFIG, fromScratch, SCRATCH_CONFIGS } from "../../reci
 import { DEFAULT_LORA_TARGETS, lora } from "../../recipes/lora.js";
 import { warmStart, type RealizedRun } from "../../recipes/warmStart.js";
 import { float, int } from "../common.js";
+import { optimizerFlags, runLoop, type CommonTrainFlags } from "./trainLoop.js";
+import { trainVit, vitCommand, type VitSpec } from "./trainVit.js";
 import { cpuBackend, selectBackend, type Device } from "../../backends/index.js";
 import { backendOptions } from "./options.js";
 import { resolveModelPath } from "../modelNames.js";
 
 type Recipe = "from-scratch" | "warm-start" | "lora";
 
-interface TrainFlags {
+interface TrainFlags extends CommonTrainFlags {
   model?: string;
   config?: string;
   data?: string;
   dataFormat?: DataFormat;
   ids?: string;
-  steps: number;
-  batch: number;
   seq: number;
-  lr: number;
-  betas: [number, number];
-  eps: number;
-  weightDecay: number;
-  schedule: "constant" | "cosine";
-  warmup: number;
-  clip: number;
   accum: number;
-  seed: number;
-  evalEvery: number;
-  saveEvery: number;
-  out: string;
-  json?: boolean;
   rank?: number;
   alpha?: number;
   targets?: string[];
   merge?: boolean;
-  backend?: string;
-  threads?: number;
 }
 
 /** What a checkpoint records to rebuild its run (state.json "run"). */
@@ -69,12 +52,6 @@ interface RunSpec {
   modelPath?: string;
   dataPath?: string;
   dataFormat?: DataFormat;
-}
-
-function betas(value: string): [number, number] {
-  const b = value.split(",").map(Number);
-  if (b.length !== 2 || b.some((x) => !(x >= 0 && x < 1))) throw new InvalidArgumentError(`--betas must be two numbers in [0, 1) like 0.9,0.95, got "${value}"`);
-  return [b[0], b[1]];
 }
 
 function targetList(value: string): string[] {
@@ -105,14 +82,8 @@ function trainingFlags(cmd: Command, recipe: Recipe): Command {
     .option("--ids <file>", "a JSON array of T+1 token ids: the one batch of every step")
     .option("--steps <n>", "optimizer steps", int("--steps", 1), r.steps)
     .option("--batch <n>", "sequences per micro-batch (not with --ids)", int("--batch", 1), r.batch)
-    .option("--seq <n>", "tokens per sequence (not with --ids)", int("--seq", 1), r.seq)
-    .option("--lr <x>", "peak learning rate", float("--lr", 0), r.lr)
-    .option("--betas <b1,b2>", "AdamW betas", betas, d.betas)
-    .option("--eps <x>", "AdamW epsilon", float("--eps", 0), d.eps)
-    .option("--weight-decay <x>", "decoupled weight decay (tensors with 2+ dims)", float("--weight-decay", 0), d.weightDecay)
-    .addOption(new Option("--schedule <kind>", "learning-rate schedule").choices(["constant", "cosine"]).default(d.schedule))
-    .option("--warmup <n>", "linear warmup steps", int("--warmup", 0), r.warmup)
-    .option("--clip <x>", "global gradient-norm clipping (0: off)", float("--clip", 0), d.clip)
+    .option("--seq <n>", "tokens per sequence (not with --ids)", int("--seq", 1), r.seq);
+  optimizerFlags(cmd, { ...r, weightDecay: d.weightDecay })
     .option("--accum <n>", "micro-batches per step (gradient accumulation)", int("--accum", 1), d.accum)
     .option("--seed <n>", "random seed (initial weights, data windows)", int("--seed", 0), d.seed)
     .option("--eval-every <n>", "validation loss every n steps (not with --ids; 0: start and end only)", int("--eval-every", 0), r.evalEvery)
@@ -131,10 +102,10 @@ function trainingFlags(cmd: Command, recipe: Recipe): Command {
 
 export function trainCommand(): Command {
   const cmd = new Command("train")
-    .description("train a model: from-scratch (random init), warm-start (continue a GGUF) or lora (adapters on a frozen GGUF); --resume continues a run")
+    .description("train a model: from-scratch (random init), warm-start (continue a GGUF), lora (adapters on a frozen GGUF) or vit (an image classifier); --resume continues a run")
     .option("--resume <run>", "continue the run bundle runs/<id> from its last complete checkpoint")
     .action((flags: { resume?: string }) => {
-      if (!flags.resume) throw new UsageError("toy train needs a recipe (from-scratch, warm-start, lora) or --resume runs/<id>; see toy train --help");
+      if (!flags.resume) throw new UsageError("toy train needs a recipe (from-scratch, warm-start, lora, vit) or --resume runs/<id>; see toy train --help");
       return resumeRun(flags.resume);
     });
   const recipes: [Recipe, string][] = [
@@ -147,6 +118,7 @@ export function trainCommand(): Command {
     sub.action((flags: TrainFlags) => startRun(recipe, flags));
     cmd.addCommand(sub.exitOverride().showHelpAfterError());
   }
+  cmd.addCommand(vitCommand().exitOverride().showHelpAfterError());
   return cmd;
 }
 
@@ -159,10 +131,6 @@ export function idsBatch(path: string, nVocab: number): Batch {
   }
   const T = ids.length - 1;
   return { input: Int32Array.from(ids.slice(0, T)), target: Int32Array.from(ids.slice(1)), batch: 1, seq: T };
-}
-
-function toyVersion(): string {
-  return (JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 }
 
 function optionsOf(f: TrainFlags): TrainOptions {
@@ -211,7 +179,9 @@ function resumeRun(dir: string): Promise<void> {
     process.stderr.write(`${dir}: the run is already complete (${ckpt.state.step} steps)\n`);
     return Promise.resolve();
   }
-  return train(ckpt.state.run as unknown as RunSpec, () => bundle, ckpt);
+  const spec = ckpt.state.run as unknown as RunSpec | VitSpec;
+  if (spec.recipe === "vit") return trainVit(spec, () => bundle, ckpt);
+  return train(spec, () => bundle, ckpt);
 }
 
 /** A pre-tokenized file is memory-mapped when the native addon is there to map it. */
@@ -237,85 +207,29 @@ async function train(spec: RunSpec, openBundle: () => RunBundle, ckpt?: Checkpoi
     const all = corpusTokens(spec.dataPath!, spec.dataFormat, run.config.nVocab, encode, fileMapper());
     ({ nextBatch, validation } = trainingData(all, spec.dataPath!, flags, rng));
   }
+  if (ckpt) rng.state = ckpt.state.rng;
   const bundle = openBundle();
-
-  const options = optionsOf(flags);
-  const start = ckpt?.state.step ?? 0;
-  if (ckpt) {
-    restoreTrainingState(run.trainer, ckpt);
-    rng.state = ckpt.state.rng;
-    bundle.truncateEvents(start);
-  }
-  const log = new EventLog(bundle.eventsPath, flags.json ? (line) => process.stdout.write(line + "\n") : undefined);
-  const bar = !flags.json && process.stderr.isTTY
-    ? new cliProgress.SingleBar({
-      format: "[{bar}] step {value}/{total}  loss {loss}  {tps} tok/s  {duration_formatted} elapsed, eta {eta_formatted}",
-      stream: process.stderr, hideCursor: true, etaBuffer: 20,
-    }, cliProgress.Presets.shades_classic)
-    : undefined;
-  const say = (line: string) => {
-    if (flags.json) return;
-    // On a terminal, clear the bar's line first; it is redrawn at the next update.
-    process.stderr.write(bar ? `\r\x1b[2K${line}\n` : line + "\n");
-  };
-
-  if (!ckpt) {
-    log.emit({
-      event: "run_start", run_id: bundle.id, recipe: spec.recipe, model: spec.modelPath ?? `${flags.config ?? DEFAULT_SCRATCH_CONFIG} (from scratch)`,
-      data: flags.ids ?? spec.dataPath, ...(spec.dataFormat ? { data_format: spec.dataFormat } : {}), config: run.config, options, seed: flags.seed, backend,
-      versions: { toy: toyVersion(), node: process.versions.node },
+  return runLoop({
+    run, bundle, ckpt, flags, options: optionsOf(flags), backend, unit: "tokens",
+    start: {
+      recipe: spec.recipe, model: spec.modelPath ?? `${flags.config ?? DEFAULT_SCRATCH_CONFIG} (from scratch)`,
+      data: flags.ids ?? spec.dataPath, ...(spec.dataFormat ? { data_format: spec.dataFormat } : {}), config: run.config,
       ...(spec.recipe === "lora" ? { lora: { rank: flags.rank, alpha: flags.alpha, targets: flags.targets } } : {}),
-    });
-  } else {
-    if (!bundle.events().some((e) => e.event === "checkpoint" && e.step === start)) log.emit({ event: "checkpoint", step: start, path: ckpt.ggufPath });
-    log.emit({ event: "resume", step: start, checkpoint: ckpt.ggufPath });
-    say(`resuming ${bundle.dir} at step ${start}/${flags.steps}`);
-  }
-
-  const evaluate = (step: number) => {
-    if (!validation) return;
-    const loss = run.trainer.evaluate(validation);
-    log.emit({ event: "eval", step, val_loss: loss });
-    say(`step ${step}  validation loss ${loss.toFixed(4)}`);
-  };
-  const save = (step: number, name: string) => {
-    const path = join(bundle.weights, name);
-    run.save(path);
-    saveTrainingState(bundle.weights, name, run.trainer, rng.state, spec as unknown as Record<string, unknown>);
-    log.emit({ event: "checkpoint", step, path });
-    bundle.drawLossCurve();
-  };
-
-  const started = performance.now();
-  if (!ckpt) {
-    evaluate(0);
-    if (spec.recipe === "from-scratch") save(0, "step-0.gguf"); // the untrained model, to compare against
-  }
-  bar?.start(flags.steps, start, { loss: "-", tps: "-" });
-  let last: StepResult | undefined;
-  for (let s = start; s < flags.steps; s++) {
-    const r = run.step(Array.from({ length: flags.accum }, nextBatch));
-    last = r;
-    const tps = r.tokens / r.seconds;
-    log.emit({ event: "step", step: r.step, loss: r.loss, lr: r.lr, grad_norm: r.gradNorm, tokens: r.tokens, tokens_per_s: tps });
-    if (bar) bar.update(s + 1, { loss: r.loss.toFixed(4), tps: tps.toFixed(0) });
-    else say(`step ${r.step + 1}/${flags.steps}  loss ${r.loss.toFixed(4)}  lr ${r.lr.toExponential(2)}  |g| ${r.gradNorm.toFixed(3)}  ${tps.toFixed(0)} tok/s`);
-    if (flags.evalEvery > 0 && (s + 1) % flags.evalEvery === 0 && s + 1 < flags.steps) { evaluate(s + 1); bundle.drawLossCurve(); }
-    if (flags.saveEvery > 0 && (s + 1) % flags.saveEvery === 0 && s + 1 < flags.steps) save(s + 1, `step-${s + 1}.gguf`);
-  }
-  bar?.stop();
-  evaluate(flags.steps);
-  if (spec.recipe === "lora") {
-    save(flags.steps, "adapter.gguf");
-    if (flags.merge) {
+    },
+    nextBatch: () => Array.from({ length: flags.accum }, nextBatch),
+    samplerState: () => rng.state,
+    evaluate: validation && (() => {
+      const loss = run.trainer.evaluate(validation);
+      return { fields: { val_loss: loss }, text: `validation loss ${loss.toFixed(4)}` };
+    }),
+    saveInitial: spec.recipe === "from-scratch",
+    finalName: spec.recipe === "lora" ? "adapter.gguf" : "final.gguf",
+    afterFinal: (log) => {
+      if (spec.recipe !== "lora" || !flags.merge) return;
       const merged = join(bundle.weights, "merged.gguf");
       (run as ReturnType<typeof lora.realize>).saveMerged(merged);
       log.emit({ event: "checkpoint", step: flags.steps, path: merged, merged: true });
-    }
-  } else {
-    save(flags.steps, "final.gguf");
-  }
-  log.emit({ event: "run_end", run_id: bundle.id, steps: flags.steps, final_loss: last?.loss ?? null, seconds: (performance.now() - started) / 1000 });
-  bundle.drawLossCurve();
-  say(`run bundle: ${bundle.dir}`);
+    },
+    spec: spec as unknown as Record<string, unknown>,
+  });
 }

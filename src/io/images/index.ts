@@ -6,7 +6,8 @@ export { readIdx, parseIdx, encodeIdx, IDX_TYPES, MAX_IDX_BYTES, type IdxFile, t
 export { imageSize, sliceImages, selectImages, classCounts, type ImageSet, type ImageSplit, type Normalization } from "./imageSet.js";
 export { computeNormalization, normalize, normalizePixels, normalizedZero } from "./normalize.js";
 export { splitByFraction, standardize } from "./split.js";
-export { loadMnistDir, loadMnistPair, findMnistFiles, type MnistOptions, type MnistFiles, type MnistPair } from "./mnist.js";
+export { loadImageData, type ImageDataOptions } from "./dataset.js";
+export { loadMnistDir, loadMnistPair, findMnistFiles, MNIST_FILE, type MnistOptions, type MnistFiles, type MnistPair } from "./mnist.js";
 export { readImage, decodeImage, type DecodedImage } from "./decode.js";
 export { isGray, toChannels, resizeImage, writePlanar, type ResizeMethod } from "./pixels.js";
 export {

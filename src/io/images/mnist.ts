@@ -30,14 +30,15 @@ export interface MnistOptions {
 export interface MnistPair { images: string; labels: string }
 export interface MnistFiles { train?: MnistPair; test?: MnistPair }
 
-const FILE = /^(train|t10k)-(images|labels)[-.]idx([13])-ubyte(\.gz)?$/i;
+/** The name of an MNIST IDX file: (part, kind, rank, .gz). */
+export const MNIST_FILE = /^(train|t10k)-(images|labels)[-.]idx([13])-ubyte(\.gz)?$/i;
 
 /** The IDX pairs in a folder (a plain file is preferred over a .gz of the same name). */
 export function findMnistFiles(dir: string): MnistFiles {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ToyError(`${dir}: no such folder`);
   const found: Record<string, string> = {};
   for (const name of readdirSync(dir).sort()) {
-    const m = FILE.exec(name);
+    const m = MNIST_FILE.exec(name);
     if (!m) continue;
     const [, part, kind, rank] = m;
     if ((kind.toLowerCase() === "images") !== (rank === "3")) continue; // images are idx3, labels idx1
