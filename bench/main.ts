@@ -62,17 +62,19 @@ async function peerRun(model: string): Promise<Measurement | { error: string }> 
   return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Measurement;
 }
 
-/** The training row: its own process, median of `reps` runs by tokens/s. */
+/** The training row: its own process per repetition; the run with the median fraction of peak. */
 function trainingRow(): Record<string, unknown> | null {
   const runsOf: Record<string, number>[] = [];
   for (let r = 0; r < reps; r++) {
     const p = spawnSync(process.execPath, [fileURLToPath(new URL("./trainRun.js", import.meta.url)), String(threads)], { encoding: "utf8" });
     if (p.status !== 0) { log(`training run failed: ${p.stderr.trim().split("\n").at(-1)}`); continue; }
     runsOf.push(JSON.parse(p.stdout.trim().split("\n").at(-1)!));
-    log(`rep ${r + 1}/${reps} training: ${fmt(runsOf.at(-1)!.tokens_per_s)} tokens/s, ${fmt(runsOf.at(-1)!.flops / 1e9)} of ${fmt(runsOf.at(-1)!.peak_flops / 1e9)} GFLOP/s`);
+    const last = runsOf.at(-1)!;
+    log(`rep ${r + 1}/${reps} training: ${fmt(last.tokens_per_s)} tokens/s, ${fmt(last.flops / 1e9)} of ${fmt(last.peak_flops / 1e9)} GFLOP/s, ` +
+      `fraction ${fmt(last.fraction, 2)} (steps: ${(last.fractions as unknown as number[]).map((f) => fmt(f, 2)).join(" ")})`);
   }
   if (!runsOf.length) return null;
-  const mid = runsOf.sort((a, b) => a.tokens_per_s - b.tokens_per_s)[(runsOf.length - 1) >> 1];
+  const mid = runsOf.sort((a, b) => a.fraction - b.fraction)[(runsOf.length - 1) >> 1];
   return { bench: "training", backend: "cpu", threads, ...mid };
 }
 

@@ -72,9 +72,7 @@ export class Tape {
   }
 }
 
-/** Adds src into the gradient of v, if v takes gradients. */
-export function accumulate(v: Var | null | undefined, src: ArrayLike<number>): void {
-  if (!v?.requiresGrad) return;
-  const g = v.gradBuffer();
-  for (let i = 0; i < g.length; i++) g[i] += src[i];
+/** Adds src into the gradient of v, if v takes gradients (on the tape's kernels). */
+export function accumulate(v: Var | null | undefined, src: Float32Array): void {
+  if (v?.requiresGrad) v.tape.kernels.accumulate(v.gradBuffer(), src);
 }
