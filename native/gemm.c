@@ -94,6 +94,18 @@ static micro_t micro(void) {
 
 // --- packing ---
 
+/** n floats from src to dst; the sizes of full panels are constants, so the copy is inlined. */
+static inline void copy_floats(float *dst, const float *src, int n) {
+  switch (n) {
+    case 32: memcpy(dst, src, 32 * sizeof(float)); break;
+    case 16: memcpy(dst, src, 16 * sizeof(float)); break;
+    case 8: memcpy(dst, src, 8 * sizeof(float)); break;
+    case 6: memcpy(dst, src, 6 * sizeof(float)); break;
+    case 4: memcpy(dst, src, 4 * sizeof(float)); break;
+    default: for (int i = 0; i < n; i++) dst[i] = src[i];
+  }
+}
+
 /** Rows [i0, i0+m) of op(A), k in [k0, k0+kc), as ceil(m/mr) panels of kc × mr (zero-padded). */
 static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64_t kc, int mr, float *dst) {
   const float *A = g->A;
@@ -104,7 +116,7 @@ static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64
       const float *src = A + k0 * lda + i0 + p;
       for (int64_t k = 0; k < kc; k++, src += lda) {
         float *d = dst + k * mr;
-        memcpy(d, src, (size_t)rows * sizeof(float));
+        copy_floats(d, src, rows);
         for (int r = rows; r < mr; r++) d[r] = 0;
       }
     } else {            // mr rows of A, read side by side
@@ -129,7 +141,7 @@ static void pack_b(const toy_gemm_t *g, int64_t j0, int64_t n, int64_t k0, int64
       const float *src = B + k0 * ldb + j0 + p;
       for (int64_t k = 0; k < kc; k++, src += ldb) {
         float *d = dst + k * nr;
-        memcpy(d, src, (size_t)cols * sizeof(float));
+        copy_floats(d, src, cols);
         for (int j = cols; j < nr; j++) d[j] = 0;
       }
     } else {            // nr rows of B (columns of op(B)), four at a time
