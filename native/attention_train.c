@@ -3,10 +3,11 @@
 // over the keys a query may see (causal and/or sliding window), out = P V:
 //   ∂V = Pᵀ ∂out,  ∂P = ∂out Vᵀ,  ∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P)),
 //   ∂raw = ∂S ⊙ (1 − tanh²) · scale,  ∂Q = ∂raw K,  ∂K = ∂rawᵀ Q.
-// Every product is a GEMM on the calling thread (gemm_serial), cut into blocks of QB queries
-// (and, for ∂K and ∂V, QB keys) so that a causal mask skips the blocks above the diagonal: about
-// half the work at long T. Masked entries of P and ∂S inside the computed blocks are exact zeros,
-// so they add nothing. The forward runs one (sequence, head) per chunk; the backward one
+// Every product is a GEMM on the calling thread (gemm_serial). Under a causal mask the work
+// above the diagonal is skipped, about half of it at long T: the T × T products (S, ∂P) skip the
+// register blocks wholly above it, the others are cut into blocks of QB queries (∂K, ∂V: keys)
+// that stop at the diagonal block. Masked entries of P and ∂S are exact zeros, so the parts of
+// the diagonal blocks they fill add nothing. The forward runs one (sequence, head) per chunk; the backward one
 // (sequence, KV head) per chunk, its query heads in order, so each ∂k, ∂v row has one writer
 // and a fixed summation order: the same bits for any thread count.
 #include <math.h>
@@ -29,12 +30,10 @@ static inline int64_t last_key(const toy_attn_shape_t *s, int64_t t) { return s-
 static inline int64_t key_start(const toy_attn_shape_t *s, int64_t i0) { return first_key(s, i0); }
 static inline int64_t key_end(const toy_attn_shape_t *s, int64_t i1) { return s->causal ? i1 : s->T; }
 
-/** S[i0:i1, j0:j1] = Q_h[i0:i1] K_h[j0:j1]ᵀ for sequence b, head h, into rows of stride T. */
-static void scores(const toy_attn_shape_t *s, const float *q, const float *k, int64_t b, int64_t h, int64_t i0, int64_t i1,
-                   int64_t j0, int64_t j1, float *S, int ith) {
+/** S = Q_h K_hᵀ (T × T) for sequence b, head h; causal: only the entries on and below the diagonal. */
+static void scores(const toy_attn_shape_t *s, const float *q, const float *k, int64_t b, int64_t h, float *S, int ith) {
   const int64_t T = s->T, D = s->D, kvh = h / (s->H / s->KV);
-  const toy_gemm_t g = { i1 - i0, j1 - j0, D, q + (b * T + i0) * s->H * D + h * D, s->H * D, 0,
-                         k + (b * T + j0) * s->KV * D + kvh * D, s->KV * D, 1, S + i0 * T + j0, T, 0 };
+  const toy_gemm_t g = { T, T, D, q + b * T * s->H * D + h * D, s->H * D, 0, k + b * T * s->KV * D + kvh * D, s->KV * D, 1, S, T, 0, s->causal };
   gemm_serial(&g, ith);
 }
 
@@ -43,9 +42,9 @@ static void forward_chunk(void *ctx, int64_t chunk, int ith) {
   const toy_attn_shape_t *s = a->s;
   const int64_t T = s->T, D = s->D, H = s->H, b = chunk / H, h = chunk % H, kvh = h / (H / s->KV);
   float *P = a->probsOut + chunk * T * T;
+  scores(s, a->q, a->k, b, h, P, ith);
   for (int64_t i0 = 0; i0 < T; i0 += QB) {
     const int64_t i1 = i0 + QB < T ? i0 + QB : T, k0 = key_start(s, i0), k1 = key_end(s, i1);
-    scores(s, a->q, a->k, b, h, i0, i1, k0, k1, P, ith);
     for (int64_t t = i0; t < i1; t++) {
       float *row = P + t * T;
       const int64_t j0 = first_key(s, t), j1 = last_key(s, t);
@@ -84,29 +83,30 @@ static void backward_chunk(void *ctx, int64_t chunk, int ith) {
     const float *P = a->probs + (b * H + h) * T * T;
     const float *Q = a->q + b * T * H * D + h * D, *dO = a->dout + b * T * H * D + h * D;
     float *dQ = a->dq + b * T * H * D + h * D;
+    const toy_gemm_t dp = { T, T, D, dO, H * D, 0, V, KV * D, 1, dS, T, 0, s->causal }; // ∂P = ∂out Vᵀ
+    gemm_serial(&dp, ith);
+    if (raw) scores(s, a->q, a->k, b, h, raw, ith);
+    for (int64_t t = 0; t < T; t++) {
+      const float *p = P + t * T;
+      float *d = dS + t * T;
+      const int64_t j0 = first_key(s, t), j1 = last_key(s, t);
+      double dot = 0;
+      for (int64_t j = j0; j <= j1; j++) dot += (double)p[j] * d[j];
+      const float sum = (float)dot;
+      for (int64_t j = j0; j <= j1; j++) {
+        float g = p[j] * (d[j] - sum);
+        if (raw) {
+          const float th = tanhf(raw[t * T + j] * s->scale / s->softcap);
+          g *= 1 - th * th;
+        }
+        d[j] = g * s->scale;
+      }
+      // Keys the query does not see: exact zeros (the products above may have left them unwritten).
+      memset(d, 0, (size_t)j0 * sizeof(float));
+      memset(d + j1 + 1, 0, (size_t)(T - 1 - j1) * sizeof(float));
+    }
     for (int64_t i0 = 0; i0 < T; i0 += QB) {
       const int64_t i1 = i0 + QB < T ? i0 + QB : T, k0 = key_start(s, i0), k1 = key_end(s, i1);
-      const toy_gemm_t dp = { i1 - i0, k1 - k0, D, dO + i0 * H * D, H * D, 0, V + k0 * KV * D, KV * D, 1, dS + i0 * T + k0, T, 0 }; // ∂P = ∂out Vᵀ
-      gemm_serial(&dp, ith);
-      if (raw) scores(s, a->q, a->k, b, h, i0, i1, k0, k1, raw, ith);
-      for (int64_t t = i0; t < i1; t++) {
-        const float *p = P + t * T;
-        float *d = dS + t * T;
-        double dot = 0;
-        for (int64_t j = k0; j < k1; j++) dot += (double)p[j] * d[j];
-        const float sum = (float)dot;
-        for (int64_t j = k0; j < k1; j++) {
-          float g = p[j] * (d[j] - sum);
-          if (raw && p[j] != 0) {
-            const float th = tanhf(raw[t * T + j] * s->scale / s->softcap);
-            g *= 1 - th * th;
-          }
-          d[j] = g * s->scale;
-        }
-        // Keys this block never computed are masked for these queries: exact zeros.
-        memset(d, 0, (size_t)k0 * sizeof(float));
-        memset(d + k1, 0, (size_t)(T - k1) * sizeof(float));
-      }
       const toy_gemm_t gq = { i1 - i0, D, k1 - k0, dS + i0 * T + k0, T, 0, K + k0 * KV * D, KV * D, 0, dQ + i0 * H * D, H * D, 1 }; // ∂Q += ∂raw K
       gemm_serial(&gq, ith);
     }

@@ -179,6 +179,7 @@ static void gemm_block(const toy_gemm_t *g, micro_t mk, int64_t i0, int64_t m, i
         const int cols = (int)(n - jp < mk.nr ? n - jp : mk.nr);
         for (int64_t ip = 0; ip < mt; ip += mk.mr) {
           const int rows = (int)(mt - ip < mk.mr ? mt - ip : mk.mr);
+          if (g->lower && j0 + jp > it + ip + rows - 1) continue; // every entry above the diagonal
           float *c = g->C + (it + ip) * g->ldc + j0 + jp;
           const float *a = pa + (ip / mk.mr) * kc * mk.mr, *b = pb + (jp / mk.nr) * kc * mk.nr;
           if (rows == mk.mr && cols == mk.nr) { mk.kernel(kc, a, b, c, g->ldc, add); continue; }

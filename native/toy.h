@@ -59,6 +59,7 @@ typedef struct {
   const float *B; int64_t ldb; int transB;
   float *C; int64_t ldc;
   int accumulate; // 1: C += product, 0: C = product
+  int lower;      // 1: only C[i][j] with j <= i is wanted; register blocks wholly above the diagonal are skipped (left unwritten)
 } toy_gemm_t;
 /** On the pool's threads. */
 void k_gemm(const toy_gemm_t *g);
