@@ -106,6 +106,27 @@ static inline void copy_floats(float *dst, const float *src, int n) {
   }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/** dst[i·ldd + r] = src[r·lds + i] for an 8 × 8 block (the classic unpack / shuffle / permute). */
+TOY_AVX2 static void transpose8x8(const float *src, int64_t lds, float *dst, int64_t ldd) {
+  __m256 r[8], t[8], u[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) { t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]); t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]); }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44); u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44); u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+  }
+}
+#define HAVE_TRANSPOSE toy_has_avx2
+#else
+#define HAVE_TRANSPOSE 0
+static void transpose8x8(const float *src, int64_t lds, float *dst, int64_t ldd) { (void)src; (void)lds; (void)dst; (void)ldd; }
+#endif
+
 /** Rows [i0, i0+m) of op(A), k in [k0, k0+kc), as ceil(m/mr) panels of kc × mr (zero-padded). */
 static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64_t kc, int mr, float *dst) {
   const float *A = g->A;
@@ -123,7 +144,9 @@ static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64
       const float *src[32];
       for (int r = 0; r < mr; r++) src[r] = r < rows ? A + (i0 + p + r) * lda + k0 : NULL;
       if (rows == mr) {
-        for (int64_t k = 0; k < kc; k++) for (int r = 0; r < mr; r++) dst[k * mr + r] = src[r][k];
+        int64_t k = 0;
+        if (mr == 8 && HAVE_TRANSPOSE) for (; k + 8 <= kc; k += 8) transpose8x8(src[0] + k, lda, dst + k * 8, 8);
+        for (; k < kc; k++) for (int r = 0; r < mr; r++) dst[k * mr + r] = src[r][k];
       } else {
         for (int64_t k = 0; k < kc; k++) for (int r = 0; r < mr; r++) dst[k * mr + r] = r < rows ? src[r][k] : 0;
       }
@@ -147,6 +170,13 @@ static void pack_b(const toy_gemm_t *g, int64_t j0, int64_t n, int64_t k0, int64
     } else {            // nr rows of B (columns of op(B)), four at a time
       if (cols < nr) memset(dst, 0, (size_t)(kc * nr) * sizeof(float));
       int j = 0;
+      if (HAVE_TRANSPOSE)
+        for (; j + 8 <= cols; j += 8) {
+          const float *s0 = B + (j0 + p + j) * ldb + k0;
+          int64_t k = 0;
+          for (; k + 8 <= kc; k += 8) transpose8x8(s0 + k, ldb, dst + k * nr + j, nr);
+          for (; k < kc; k++) for (int q = 0; q < 8; q++) dst[k * nr + j + q] = s0[q * ldb + k];
+        }
       for (; j + 4 <= cols; j += 4) {
         const float *s0 = B + (j0 + p + j) * ldb + k0, *s1 = s0 + ldb, *s2 = s1 + ldb, *s3 = s2 + ldb;
         for (int64_t k = 0; k < kc; k++) {
