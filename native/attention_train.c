@@ -12,6 +12,9 @@
 // and a fixed summation order: the same bits for any thread count.
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include "toy.h"
 
 typedef struct {
@@ -37,6 +40,47 @@ static void scores(const toy_attn_shape_t *s, const float *q, const float *k, in
   gemm_serial(&g, ith);
 }
 
+/** row[j0..j1] ← softmax of the scaled (soft-capped) scores; every other entry ← 0. The
+ *  exponentials 8 at a time where AVX2 is (vexp: ~1 ulp), in expf elsewhere. */
+#if defined(__x86_64__) || defined(__i386__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "vmath_avx2.h"
+static int64_t exp_sum_avx2(float *x, int64_t n, float max, double *sum) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m256 mv = _mm256_set1_ps(max);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+    _mm256_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, acc);
+  for (int l = 0; l < 8; l++) *sum += lanes[l];
+  return i;
+}
+#pragma GCC pop_options
+#endif
+
+static void softmax_row(const toy_attn_shape_t *s, float *row, int64_t j0, int64_t j1) {
+  float max = -INFINITY;
+  for (int64_t j = j0; j <= j1; j++) {
+    float x = row[j] * s->scale;
+    if (s->softcap > 0) x = s->softcap * tanhf(x / s->softcap);
+    row[j] = x;
+    if (x > max) max = x;
+  }
+  double sum = 0;
+  int64_t j = j0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (toy_has_avx2) j += exp_sum_avx2(row + j0, j1 + 1 - j0, max, &sum);
+#endif
+  for (; j <= j1; j++) sum += row[j] = expf(row[j] - max);
+  const float inv = (float)(1.0 / sum);
+  for (j = 0; j < s->T; j++) row[j] = j < j0 || j > j1 ? 0.0f : row[j] * inv;
+}
+
 static void forward_chunk(void *ctx, int64_t chunk, int ith) {
   const attn_ctx_t *a = ctx;
   const toy_attn_shape_t *s = a->s;
@@ -45,21 +89,7 @@ static void forward_chunk(void *ctx, int64_t chunk, int ith) {
   scores(s, a->q, a->k, b, h, P, ith);
   for (int64_t i0 = 0; i0 < T; i0 += QB) {
     const int64_t i1 = i0 + QB < T ? i0 + QB : T, k0 = key_start(s, i0), k1 = key_end(s, i1);
-    for (int64_t t = i0; t < i1; t++) {
-      float *row = P + t * T;
-      const int64_t j0 = first_key(s, t), j1 = last_key(s, t);
-      float max = -INFINITY;
-      for (int64_t j = j0; j <= j1; j++) {
-        float x = row[j] * s->scale;
-        if (s->softcap > 0) x = s->softcap * tanhf(x / s->softcap);
-        row[j] = x;
-        if (x > max) max = x;
-      }
-      double sum = 0;
-      for (int64_t j = j0; j <= j1; j++) sum += row[j] = expf(row[j] - max);
-      const float inv = (float)(1.0 / sum);
-      for (int64_t j = 0; j < T; j++) row[j] = j < j0 || j > j1 ? 0.0f : row[j] * inv;
-    }
+    for (int64_t t = i0; t < i1; t++) softmax_row(s, P + t * T, first_key(s, t), last_key(s, t));
     const toy_gemm_t o = { i1 - i0, D, k1 - k0, P + i0 * T + k0, T, 0, a->v + (b * T + k0) * s->KV * D + kvh * D, s->KV * D, 0,
                            a->out + (b * T + i0) * H * D + h * D, H * D, 0 };
     gemm_serial(&o, ith);
