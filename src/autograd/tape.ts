@@ -29,13 +29,20 @@ export class Var {
 
   /** The gradient buffer, created as zeros when first written. */
   gradBuffer(): Float32Array {
-    return (this.grad ??= new Float32Array(this.data.length));
+    return (this.grad ??= this.backward ? this.tape.scratchZeros(this.data.length) : new Float32Array(this.data.length));
   }
 }
+
+/** Gradient buffers of op outputs kept from one tape to the next, by length: a training step
+ *  needs the same ones every time, and fresh memory costs a page fault per 4 KiB on first touch. */
+const spare = new Map<number, Float32Array[]>();
+const SPARE_LIMIT = 1 << 28; // floats kept at most (1 GiB)
+let spareFloats = 0;
 
 /** The record of one forward computation, replayed backwards by `backward(loss)`. */
 export class Tape {
   private readonly nodes: Var[] = [];
+  private readonly scratch: Float32Array[] = [];
 
   /** `kernels`: the backend that runs the ops' heavy products (the ts reference by default). */
   constructor(readonly kernels: TrainKernels = tsTrainKernels) {}
@@ -62,6 +69,29 @@ export class Tape {
       this.nodes.push(out);
     }
     return out;
+  }
+
+  /** Zeros for the gradient of an op's output: a spare buffer when there is one. It goes back
+   *  to the spares on release(). */
+  scratchZeros(n: number): Float32Array {
+    const a = spare.get(n)?.pop();
+    if (a) spareFloats -= n;
+    const buf = a ? a.fill(0) : new Float32Array(n);
+    this.scratch.push(buf);
+    return buf;
+  }
+
+  /** Hands the gradient buffers of the op outputs to the next tape. Call it once nothing reads
+   *  those gradients any more (the leaves' gradients are not among them). */
+  release(): void {
+    for (const a of this.scratch) {
+      if (spareFloats + a.length > SPARE_LIMIT) break;
+      let list = spare.get(a.length);
+      if (!list) spare.set(a.length, (list = []));
+      list.push(a);
+      spareFloats += a.length;
+    }
+    this.scratch.length = 0;
   }
 
   /** ∂loss/∂v for every Var on the tape; `loss` must hold one value. Ops run in reverse order. */

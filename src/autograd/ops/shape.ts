@@ -8,8 +8,8 @@ import { accumulate } from "../tape.js";
 export function reshape(x: Var, shape: readonly number[]): Var {
   return x.tape.record(shape, x.data, [x], (out) => {
     // The same numbers, so the same gradient: x's first one can be out's buffer itself (every
-    // reader of out has run by now).
-    if (x.requiresGrad && !x.grad) x.grad = out.grad;
+    // reader of out has run by now) — unless x is a leaf, whose gradient outlives the tape.
+    if (x.requiresGrad && !x.grad && x.backward) x.grad = out.grad;
     else accumulate(x, out.grad!);
   });
 }
