@@ -33,8 +33,9 @@ export class Var {
   }
 }
 
-/** Gradient buffers of op outputs kept from one tape to the next, by length: a training step
- *  needs the same ones every time, and fresh memory costs a page fault per 4 KiB on first touch. */
+/** Buffers of op outputs (values and gradients) kept from one tape to the next, by length: a
+ *  training step needs the same ones every time, and fresh memory costs a page fault per 4 KiB
+ *  on first touch. */
 const spare = new Map<number, Float32Array[]>();
 const SPARE_LIMIT = 1 << 28; // floats kept at most (1 GiB)
 let spareFloats = 0;
@@ -42,7 +43,7 @@ let spareFloats = 0;
 /** The record of one forward computation, replayed backwards by `backward(loss)`. */
 export class Tape {
   private readonly nodes: Var[] = [];
-  private readonly scratch: Float32Array[] = [];
+  private readonly scratch_: Float32Array[] = [];
 
   /** `kernels`: the backend that runs the ops' heavy products (the ts reference by default). */
   constructor(readonly kernels: TrainKernels = tsTrainKernels) {}
@@ -71,27 +72,34 @@ export class Tape {
     return out;
   }
 
-  /** Zeros for the gradient of an op's output: a spare buffer when there is one. It goes back
-   *  to the spares on release(). */
-  scratchZeros(n: number): Float32Array {
+  /** A buffer for an op's output that the op overwrites whole (its contents are undefined): a
+   *  spare one when there is one. It goes back to the spares on release(). */
+  scratch(n: number): Float32Array {
     const a = spare.get(n)?.pop();
     if (a) spareFloats -= n;
-    const buf = a ? a.fill(0) : new Float32Array(n);
-    this.scratch.push(buf);
+    const buf = a ?? new Float32Array(n);
+    this.scratch_.push(buf);
     return buf;
   }
 
-  /** Hands the gradient buffers of the op outputs to the next tape. Call it once nothing reads
-   *  those gradients any more (the leaves' gradients are not among them). */
+  /** Zeros for the gradient of an op's output, from the spares like scratch(). */
+  scratchZeros(n: number): Float32Array {
+    const had = spare.get(n)?.length ?? 0;
+    const buf = this.scratch(n);
+    return had > 0 ? buf.fill(0) : buf;
+  }
+
+  /** Hands the op outputs' buffers (values and gradients) to the next tape. Call it once nothing
+   *  reads the tape's values or gradients any more (the leaves' are not among them). */
   release(): void {
-    for (const a of this.scratch) {
+    for (const a of this.scratch_) {
       if (spareFloats + a.length > SPARE_LIMIT) break;
       let list = spare.get(a.length);
       if (!list) spare.set(a.length, (list = []));
       list.push(a);
       spareFloats += a.length;
     }
-    this.scratch.length = 0;
+    this.scratch_.length = 0;
   }
 
   /** ∂loss/∂v for every Var on the tape; `loss` must hold one value. Ops run in reverse order. */

@@ -185,6 +185,7 @@ export function lossAndGradients(c: ModelConfig, params: Parameters, batch: Batc
   for (const [name, values] of params.values) {
     if (!setup.frozen?.has(name)) grads.set(name, leafGrads.get(name) ?? new Float32Array(values.length));
   }
+  const value = loss.data[0];
   tape.release();
-  return { loss: loss.data[0], grads };
+  return { loss: value, grads };
 }

@@ -12,8 +12,7 @@ export function cpuTrainKernels(a: NativeAddon): TrainKernels {
   if (cached?.addon === a) return cached.kernels;
   const kernels: TrainKernels = {
     device: "cpu",
-    linear(x, w, N, nIn, nOut) {
-      const y = new Float32Array(N * nOut);
+    linear(x, w, N, nIn, nOut, y = new Float32Array(N * nOut)) {
       a.gemm(x, nIn, 0, w, nIn, 1, y, nOut, N, nOut, nIn, 0);              // y = x Wᵀ
       return y;
     },
@@ -21,8 +20,7 @@ export function cpuTrainKernels(a: NativeAddon): TrainKernels {
       if (dx) a.gemm(dy, nOut, 0, w, nIn, 0, dx, nIn, N, nIn, nOut, 1);    // dx += ∂y W
       if (dw) a.gemm(dy, nOut, 1, x, nIn, 0, dw, nIn, nOut, nIn, N, 1);    // dW += ∂yᵀ x
     },
-    attention(q, k, v, s, o) {
-      const out = new Float32Array(s.batch * s.seq * s.heads * s.headDim);
+    attention(q, k, v, s, o, out = new Float32Array(q.length)) {
       const probs = new Float32Array(s.batch * s.heads * s.seq * s.seq);
       a.attentionTrain(s.batch, s.seq, s.heads, s.kvHeads, s.headDim, o.scale, o.softcap, o.window, o.causal ? 1 : 0, q, k, v, out, probs);
       return { out, probs };
@@ -32,24 +30,22 @@ export function cpuTrainKernels(a: NativeAddon): TrainKernels {
       a.attentionTrainBackward(s.batch, s.seq, s.heads, s.kvHeads, s.headDim, o.scale, o.softcap, o.window, o.causal ? 1 : 0,
         q, k, v, probs, dy, dq, dk, dv);
     },
-    rmsNorm(x, g, rows, n, eps) {
-      const y = new Float32Array(rows * n);
+    rmsNorm(x, g, rows, n, eps, y = new Float32Array(rows * n)) {
       a.rmsNorm(x, g, rows, n, eps, y);
       return y;
     },
     rmsNormBackward(dy, x, g, rows, n, eps, dx, dg) {
       a.rmsNormBackward(dy, x, g, rows, n, eps, dx, dg);
     },
-    rope(x, positions, invFreq, s) {
-      const y = x.slice();
+    rope(x, positions, invFreq, s, y = new Float32Array(x.length)) {
+      y.set(x);
       a.rope(y, x.length / (s.heads * s.headDim), s.heads, s.headDim, s.dims, positions, invFreq, s.style === "neox" ? 1 : 0);
       return y;
     },
     ropeBackward(dy, y, positions, invFreq, s, dx, dinv) {
       a.ropeBackward(dy, y, y.length / (s.heads * s.headDim), s.heads, s.headDim, s.dims, positions, invFreq, s.style === "neox" ? 1 : 0, dx, dinv);
     },
-    gated(gate, up, act) {
-      const y = new Float32Array(gate.length);
+    gated(gate, up, act, y = new Float32Array(gate.length)) {
       if (act === "silu") a.swiglu(gate, up, y);
       else a.geglu(gate, up, y);
       return y;
@@ -64,8 +60,7 @@ export function cpuTrainKernels(a: NativeAddon): TrainKernels {
     crossEntropyBackward(logits, targets, lse, V, ignore, g, dz) {
       a.crossEntropyBackward(logits, targets, lse, targets.length, V, ignore, g, dz);
     },
-    add(x, y) {
-      const out = new Float32Array(x.length);
+    add(x, y, out = new Float32Array(x.length)) {
       a.add(x, y, out);
       return out;
     },

@@ -4,7 +4,8 @@
 // differentiable ops (../ops) own the math and the tape; they hand these kernels plain arrays.
 // `ts` is the reference (float64 sums); `cpu` runs the native GEMM and attention
 // (native/gemm.c, native/attention_train.c), float32 with FMA, and native/train_ops.c.
-// Gradients are added into the arrays given (null: not wanted).
+// Gradients are added into the arrays given (null: not wanted). `out`, where a kernel takes one,
+// is where it writes its result (every value; any contents before): the tape's reused buffers.
 
 import type { AttentionOptions, Device, RopeStyle } from "../../backends/kernels.js";
 import { BackendError } from "../../errors.js";
@@ -46,25 +47,25 @@ export interface AdamWStep {
 export interface TrainKernels {
   readonly device: Device;
   /** y [N, nOut] = x [N, nIn] · Wᵀ, W: [nOut, nIn]. */
-  linear(x: Float32Array, w: Float32Array, N: number, nIn: number, nOut: number): Float32Array;
+  linear(x: Float32Array, w: Float32Array, N: number, nIn: number, nOut: number, out?: Float32Array): Float32Array;
   /** dx [N, nIn] += ∂y W;  dw [nOut, nIn] += ∂yᵀ x  (null: not wanted). */
   linearBackward(dy: Float32Array, x: Float32Array, w: Float32Array, N: number, nIn: number, nOut: number, dx: Float32Array | null, dw: Float32Array | null): void;
   /** Attention over q [B·T, H, D], k, v [B·T, KV, D] → out [B·T, H·D], and the softmax kept for the backward. */
-  attention(q: Float32Array, k: Float32Array, v: Float32Array, s: AttentionShape, opts: AttentionOptions): { out: Float32Array; probs: Float32Array | Float64Array };
+  attention(q: Float32Array, k: Float32Array, v: Float32Array, s: AttentionShape, opts: AttentionOptions, out?: Float32Array): { out: Float32Array; probs: Float32Array | Float64Array };
   /** dq, dk, dv += attention's gradients at ∂out = dy. */
   attentionBackward(dy: Float32Array, q: Float32Array, k: Float32Array, v: Float32Array, probs: Float32Array | Float64Array,
     s: AttentionShape, opts: AttentionOptions, dq: Float32Array, dk: Float32Array, dv: Float32Array): void;
 
   /** RMSNorm of each row of n: y = x · r ⊙ g, r = 1/√(mean(x²) + ε). */
-  rmsNorm(x: Float32Array, g: Float32Array, rows: number, n: number, eps: number): Float32Array;
+  rmsNorm(x: Float32Array, g: Float32Array, rows: number, n: number, eps: number, out?: Float32Array): Float32Array;
   /** dx += r (∂y ⊙ g) − x r³ mean(∂y ⊙ g ⊙ x),  dg += Σ_rows ∂y ⊙ x r  (r recomputed from x). */
   rmsNormBackward(dy: Float32Array, x: Float32Array, g: Float32Array, rows: number, n: number, eps: number, dx: Float32Array | null, dg: Float32Array | null): void;
   /** x [N, heads, headDim] rotated by θ = positions[t] · invFreq[i] (a copy). */
-  rope(x: Float32Array, positions: Int32Array, invFreq: Float32Array, s: RopeShape): Float32Array;
+  rope(x: Float32Array, positions: Int32Array, invFreq: Float32Array, s: RopeShape, out?: Float32Array): Float32Array;
   /** dx += the inverse rotation of ∂y;  dinv[i] += Σ p (−∂y_a y_b + ∂y_b y_a), from the forward's output y. */
   ropeBackward(dy: Float32Array, y: Float32Array, positions: Int32Array, invFreq: Float32Array, s: RopeShape, dx: Float32Array | null, dinv: Float32Array | null): void;
   /** act(gate) ⊙ up. */
-  gated(gate: Float32Array, up: Float32Array, act: GateActivation): Float32Array;
+  gated(gate: Float32Array, up: Float32Array, act: GateActivation, out?: Float32Array): Float32Array;
   /** dgate += act'(gate) up ∂y,  dup += act(gate) ∂y. */
   gatedBackward(dy: Float32Array, gate: Float32Array, up: Float32Array, act: GateActivation, dgate: Float32Array | null, dup: Float32Array | null): void;
   /** Over rows of V logits whose target is not `ignore` (targets already checked):
@@ -73,7 +74,7 @@ export interface TrainKernels {
   /** dz_t += g (softmax(z_t) − onehot(target_t)) for those rows. */
   crossEntropyBackward(logits: Float32Array, targets: Int32Array, lse: Float64Array, V: number, ignore: number, g: number, dz: Float32Array): void;
   /** a + b. */
-  add(a: Float32Array, b: Float32Array): Float32Array;
+  add(a: Float32Array, b: Float32Array, out?: Float32Array): Float32Array;
   /** dst += src. */
   accumulate(dst: Float32Array, src: Float32Array): void;
   /** Σ x², in float64. */

@@ -4,8 +4,7 @@ import type { AttentionOptions } from "../../backends/kernels.js";
 import { geluTanh, silu } from "../../backends/ts/elementwise.js";
 import type { AdamWStep, AttentionShape, GateActivation, RopeShape, TrainKernels } from "./index.js";
 
-function linear(X: Float32Array, W: Float32Array, N: number, nIn: number, nOut: number): Float32Array {
-  const y = new Float32Array(N * nOut);
+function linear(X: Float32Array, W: Float32Array, N: number, nIn: number, nOut: number, y = new Float32Array(N * nOut)): Float32Array {
   for (let r = 0; r < nOut; r++) {
     const wo = r * nIn;
     for (let n = 0; n < N; n++) {
@@ -43,12 +42,11 @@ function keyRange(T: number, opts: AttentionOptions) {
   };
 }
 
-function attention(Q: Float32Array, K: Float32Array, V: Float32Array, s: AttentionShape, opts: AttentionOptions) {
+function attention(Q: Float32Array, K: Float32Array, V: Float32Array, s: AttentionShape, opts: AttentionOptions, out = new Float32Array(Q.length)) {
   const { batch: B, seq: T, heads: H, kvHeads: KV, headDim: D } = s;
   const group = H / KV, qStride = H * D, kvStride = KV * D;
   const { first, last } = keyRange(T, opts);
   const probs = new Float64Array(B * H * T * T); // P[b, h, t, j]
-  const out = new Float32Array(B * T * qStride);
   for (let b = 0; b < B; b++) {
     for (let h = 0; h < H; h++) {
       const kvo = Math.floor(h / group) * D;
@@ -131,8 +129,7 @@ function rmsInverse(X: Float32Array, o: number, n: number, eps: number): number 
   return 1 / Math.sqrt(ss / n + eps);
 }
 
-function rmsNorm(X: Float32Array, G: Float32Array, rows: number, n: number, eps: number): Float32Array {
-  const y = new Float32Array(rows * n);
+function rmsNorm(X: Float32Array, G: Float32Array, rows: number, n: number, eps: number, y = new Float32Array(rows * n)): Float32Array {
   for (let r = 0; r < rows; r++) {
     const o = r * n, s = rmsInverse(X, o, n, eps);
     for (let i = 0; i < n; i++) y[o + i] = X[o + i] * s * G[i];
@@ -162,9 +159,9 @@ function ropePair(o: number, i: number, s: RopeShape): [number, number] {
   return s.style === "interleaved" ? [o + 2 * i, o + 2 * i + 1] : [o + i, o + i + s.dims / 2];
 }
 
-function rope(x: Float32Array, positions: Int32Array, F: Float32Array, s: RopeShape): Float32Array {
+function rope(x: Float32Array, positions: Int32Array, F: Float32Array, s: RopeShape, y = new Float32Array(x.length)): Float32Array {
   const N = x.length / (s.heads * s.headDim), half = s.dims / 2;
-  const y = new Float32Array(x);
+  y.set(x);
   for (let t = 0; t < N; t++) {
     for (let h = 0; h < s.heads; h++) {
       const o = (t * s.heads + h) * s.headDim;
@@ -218,8 +215,8 @@ export function geluGrad(x: number): number {
 
 const ACTIVATIONS = { silu: [silu, siluGrad], gelu: [geluTanh, geluGrad] } as const;
 
-function gated(gate: Float32Array, up: Float32Array, act: GateActivation): Float32Array {
-  const [f] = ACTIVATIONS[act], y = new Float32Array(gate.length);
+function gated(gate: Float32Array, up: Float32Array, act: GateActivation, y = new Float32Array(gate.length)): Float32Array {
+  const [f] = ACTIVATIONS[act];
   for (let i = 0; i < y.length; i++) y[i] = f(gate[i]) * up[i];
   return y;
 }
@@ -255,8 +252,7 @@ function crossEntropyBackward(Z: Float32Array, targets: Int32Array, lse: Float64
   }
 }
 
-function add(a: Float32Array, b: Float32Array): Float32Array {
-  const y = new Float32Array(a.length);
+function add(a: Float32Array, b: Float32Array, y = new Float32Array(a.length)): Float32Array {
   for (let i = 0; i < y.length; i++) y[i] = a[i] + b[i];
   return y;
 }

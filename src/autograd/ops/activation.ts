@@ -13,7 +13,7 @@ export { geluGrad, siluGrad };
 /** act(gate) ⊙ up:  ∂gate = act'(gate) up ∂y,  ∂up = act(gate) ∂y  (on the tape's kernels) */
 function gated(gate: Var, up: Var, act: GateActivation): Var {
   const K = gate.tape.kernels;
-  const y = K.gated(gate.data, up.data, act);
+  const y = K.gated(gate.data, up.data, act, gate.tape.scratch(gate.size));
   return gate.tape.record(gate.shape, y, [gate, up], (out) => {
     K.gatedBackward(out.grad!, gate.data, up.data, act, gate.requiresGrad ? gate.gradBuffer() : null, up.requiresGrad ? up.gradBuffer() : null);
   });

@@ -5,7 +5,7 @@ import { accumulate, type Var } from "../tape.js";
 /** a + b (same shape); ∂a = ∂b = ∂y */
 export function add(a: Var, b: Var): Var {
   if (a.size !== b.size) throw new RangeError(`add: ${a.size} vs ${b.size} values`);
-  return a.tape.record(a.shape, a.tape.kernels.add(a.data, b.data), [a, b], (out) => {
+  return a.tape.record(a.shape, a.tape.kernels.add(a.data, b.data, a.tape.scratch(a.size)), [a, b], (out) => {
     accumulate(a, out.grad!);
     accumulate(b, out.grad!);
   });

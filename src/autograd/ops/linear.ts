@@ -8,7 +8,7 @@ import type { Var } from "../tape.js";
 export function linear(x: Var, w: Var, bias?: Var | null): Var {
   const nIn = w.cols, nOut = w.rows, N = x.rows, K = x.tape.kernels;
   if (x.cols !== nIn) throw new RangeError(`linear: x has ${x.cols} columns, the weight expects ${nIn}`);
-  const y = K.linear(x.data, w.data, N, nIn, nOut);
+  const y = K.linear(x.data, w.data, N, nIn, nOut, x.tape.scratch(N * nOut));
   if (bias) for (let n = 0; n < N; n++) for (let r = 0; r < nOut; r++) y[n * nOut + r] += bias.data[r];
   return x.tape.record([...x.shape.slice(0, -1), nOut], y, [x, w, bias], (out) => {
     const dy = out.grad!;

@@ -9,7 +9,7 @@ import type { Var } from "../tape.js";
 /** x: [rows, n], g: [n] → [rows, n]  (on the tape's kernels; r is recomputed in the backward) */
 export function rmsNorm(x: Var, g: Var, eps: number): Var {
   const n = x.cols, rows = x.rows, K = x.tape.kernels;
-  const y = K.rmsNorm(x.data, g.data, rows, n, eps);
+  const y = K.rmsNorm(x.data, g.data, rows, n, eps, x.tape.scratch(x.size));
   return x.tape.record(x.shape, y, [x, g], (out) => {
     K.rmsNormBackward(out.grad!, x.data, g.data, rows, n, eps, x.requiresGrad ? x.gradBuffer() : null, g.requiresGrad ? g.gradBuffer() : null);
   });

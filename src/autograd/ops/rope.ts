@@ -22,7 +22,7 @@ export function ropeFrequencies(tape: Tape, c: Omit<RopeConfig, "freqFactors">, 
 /** x: [N, heads, headDim] at positions [N] → rotated copy; the first `dims` dims of each head turn. */
 export function rope(x: Var, positions: Int32Array, invFreq: Var, dims: number, style: RopeStyle): Var {
   const [, heads, headDim] = x.shape, K = x.tape.kernels, s = { heads, headDim, dims, style };
-  const y = K.rope(x.data, positions, invFreq.data, s);
+  const y = K.rope(x.data, positions, invFreq.data, s, x.tape.scratch(x.size));
   return x.tape.record(x.shape, y, [x, invFreq], (out) => {
     K.ropeBackward(out.grad!, y, positions, invFreq.data, s, x.requiresGrad ? x.gradBuffer() : null, invFreq.requiresGrad ? invFreq.gradBuffer() : null);
   });
