@@ -10,7 +10,8 @@
         "native/ops.c",
         "native/bandwidth.c",
         "native/gemm.c",
-        "native/attention_train.c"
+        "native/attention_train.c",
+        "native/train_ops.c"
       ],
       "cflags!": ["-O2", "-O0"],
       "cflags": ["-std=c11", "-O3", "-fno-strict-aliasing", "-Wall", "-Wno-unused-function", "-pthread"],

@@ -62,25 +62,29 @@ async function peerRun(model: string): Promise<Measurement | { error: string }> 
   return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Measurement;
 }
 
-/** The training row: its own process, median of `reps` runs by tokens/s. */
+/** The training row: its own process per repetition; the run with the median fraction of peak. */
 function trainingRow(): Record<string, unknown> | null {
   const runsOf: Record<string, number>[] = [];
   for (let r = 0; r < reps; r++) {
     const p = spawnSync(process.execPath, [fileURLToPath(new URL("./trainRun.js", import.meta.url)), String(threads)], { encoding: "utf8" });
     if (p.status !== 0) { log(`training run failed: ${p.stderr.trim().split("\n").at(-1)}`); continue; }
     runsOf.push(JSON.parse(p.stdout.trim().split("\n").at(-1)!));
-    log(`rep ${r + 1}/${reps} training: ${fmt(runsOf.at(-1)!.tokens_per_s)} tokens/s, ${fmt(runsOf.at(-1)!.flops / 1e9)} of ${fmt(runsOf.at(-1)!.peak_flops / 1e9)} GFLOP/s`);
+    const last = runsOf.at(-1)!;
+    log(`rep ${r + 1}/${reps} training: ${fmt(last.tokens_per_s)} tokens/s, ${fmt(last.flops / 1e9)} GFLOP/s; GEMM ${fmt(last.sustained_flops / 1e9)} sustained, ` +
+      `${fmt(last.peak_flops / 1e9)} best; fraction ${fmt(last.fraction, 2)} (steps: ${(last.fractions as unknown as number[]).map((f) => fmt(f, 2)).join(" ")}), of best ${fmt(last.fraction_of_best, 2)}, per CPU second ${fmt(last.fraction_cpu, 2)}`);
   }
   if (!runsOf.length) return null;
-  const mid = runsOf.sort((a, b) => a.tokens_per_s - b.tokens_per_s)[(runsOf.length - 1) >> 1];
+  const mid = runsOf.sort((a, b) => a.fraction - b.fraction)[(runsOf.length - 1) >> 1];
   return { bench: "training", backend: "cpu", threads, ...mid };
 }
 
 function printTraining(row: Record<string, unknown>): void {
   const g = (x: unknown) => fmt((x as number) / 1e9);
   process.stdout.write(`\ntraining (cpu, ${threads} threads): ${row.model}, ${(row.params as number / 1e6).toFixed(1)}M parameters\n` +
-    `| tokens/s | GFLOP/s (6·P·tokens/s) | matmul peak GFLOP/s | fraction of peak |\n| --- | --- | --- | --- |\n` +
-    `| ${fmt(row.tokens_per_s as number)} | ${g(row.flops)} | ${g(row.peak_flops)} | ${fmt(row.fraction as number, 2)} |\n`);
+    `| tokens/s | GFLOP/s (6·P·tokens/s) | matmul GFLOP/s sustained / best | fraction of peak: sustained / best / per CPU second |\n| --- | --- | --- | --- |\n` +
+    `| ${fmt(row.tokens_per_s as number)} | ${g(row.flops)} | ${g(row.sustained_flops)} / ${g(row.peak_flops)} | ` +
+    `${fmt(row.fraction as number, 2)} / ${fmt(row.fraction_of_best as number, 2)} / ${fmt(row.fraction_cpu as number, 2)} |\n` +
+    `(medians over the steps of the median run; each step against the GEMM run just before it for as long — bench/trainRun.ts)\n`);
 }
 
 async function main(): Promise<void> {

@@ -222,6 +222,123 @@ static napi_value js_attention_train_backward(napi_env env, napi_callback_info i
   return NULL;
 }
 
+// --- training ops (train_ops.c): gradients are added into the given arrays; null: not wanted ---
+
+static int get_opt_f32(napi_env env, napi_value v, arr_t *a, const char *name) {
+  napi_valuetype t;
+  napi_typeof(env, v, &t);
+  if (t == napi_null || t == napi_undefined) { *a = (arr_t){ NULL, 0, 0 }; return 1; }
+  return get_arr(env, v, napi_float32_array, a, name);
+}
+static int get_f64(napi_env env, napi_value v, double *out, const char *name) {
+  if (napi_get_value_double(env, v, out) != napi_ok) { char m[128]; snprintf(m, sizeof m, "%s: expected a number", name); napi_throw_type_error(env, NULL, m); return 0; }
+  return 1;
+}
+#define OPT_F32A(i, a) arr_t a; if (!get_opt_f32(env, argv[i], &a, #a)) return NULL
+#define F64A(i, a) arr_t a; if (!get_arr(env, argv[i], napi_float64_array, &a, #a)) return NULL
+#define DBL(i, x) double x; if (!get_f64(env, argv[i], &x, #x)) return NULL
+static napi_value number(napi_env env, double d) { napi_value r; napi_create_double(env, d, &r); return r; }
+
+// gatedBackward(act, gate, up, dy, dgate|null, dup|null): act 0 SiLU, 1 GELU
+static napi_value js_gated_backward(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  INT(0, act); F32A(1, gate); F32A(2, up); F32A(3, dy); OPT_F32A(4, dgate); OPT_F32A(5, dup);
+  const size_t n = gate.len;
+  NEED(act == 0 || act == 1, "gatedBackward: act must be 0 (silu) or 1 (gelu)");
+  NEED(up.len == n && dy.len == n && (!dgate.data || dgate.len == n) && (!dup.data || dup.len == n), "gatedBackward: arrays differ in length");
+  LOCKED(k_gated_backward((int)act, gate.data, up.data, dy.data, dgate.data, dup.data, (int64_t)n));
+  return NULL;
+}
+
+// rmsNormBackward(dy, x, g, rows, n, eps, dx|null, dg|null)
+static napi_value js_rms_norm_backward(napi_env env, napi_callback_info info) {
+  ARGS(8);
+  F32A(0, dy); F32A(1, x); F32A(2, g); INT(3, rows); INT(4, n); FLT(5, eps); OPT_F32A(6, dx); OPT_F32A(7, dg);
+  const size_t sz = (size_t)(rows * n);
+  NEED(rows >= 0 && n > 0 && x.len >= sz && dy.len >= sz && g.len >= (size_t)n && (!dx.data || dx.len >= sz) && (!dg.data || dg.len >= (size_t)n),
+       "rmsNormBackward: bad sizes");
+  int ok;
+  LOCKED(ok = k_rms_norm_backward(dy.data, x.data, g.data, rows, n, eps, dx.data, dg.data));
+  NEED(ok, "rmsNormBackward: out of memory");
+  return NULL;
+}
+
+// ropeBackward(dy, y, N, heads, headDim, dims, positions, invFreq, neox, dx|null, dinv|null)
+static napi_value js_rope_backward(napi_env env, napi_callback_info info) {
+  ARGS(11);
+  F32A(0, dy); F32A(1, y); INT(2, N); INT(3, heads); INT(4, headDim); INT(5, dims); I32A(6, pos); F32A(7, invFreq); INT(8, neox);
+  OPT_F32A(9, dx); OPT_F32A(10, dinv);
+  const size_t sz = (size_t)(N * heads * headDim);
+  NEED(N >= 0 && heads > 0 && headDim > 0 && dims >= 0 && dims <= headDim && dims % 2 == 0 && dims <= 2048, "ropeBackward: bad shape");
+  NEED(dy.len >= sz && y.len >= sz && pos.len >= (size_t)N && invFreq.len >= (size_t)(dims / 2) && (!dx.data || dx.len >= sz) &&
+       (!dinv.data || dinv.len >= (size_t)(dims / 2)), "ropeBackward: bad sizes");
+  int ok;
+  LOCKED(ok = k_rope_backward(dy.data, y.data, N, heads, headDim, dims, pos.data, invFreq.data, (int)neox, dx.data, dinv.data));
+  NEED(ok, "ropeBackward: out of memory");
+  return NULL;
+}
+
+// crossEntropy(z, targets, N, V, ignore, lse: Float64Array) → Σ (lse − z[target]) over scored rows
+static napi_value js_cross_entropy(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  F32A(0, z); I32A(1, targets); INT(2, N); INT(3, V); INT(4, ignore); F64A(5, lse);
+  NEED(N >= 0 && V > 0 && z.len >= (size_t)(N * V) && targets.len >= (size_t)N && lse.len >= (size_t)N, "crossEntropy: bad sizes");
+  const int32_t *t = targets.data;
+  for (int64_t i = 0; i < N; i++) NEED(t[i] == ignore || (t[i] >= 0 && t[i] < V), "crossEntropy: target %d is outside 0..%lld", t[i], (long long)(V - 1));
+  double total;
+  LOCKED(total = k_cross_entropy(z.data, targets.data, N, V, (int32_t)ignore, lse.data));
+  return number(env, total);
+}
+
+// crossEntropyBackward(z, targets, lse, N, V, ignore, g, dz)
+static napi_value js_cross_entropy_backward(napi_env env, napi_callback_info info) {
+  ARGS(8);
+  F32A(0, z); I32A(1, targets); F64A(2, lse); INT(3, N); INT(4, V); INT(5, ignore); FLT(6, g); F32A(7, dz);
+  NEED(N >= 0 && V > 0 && z.len >= (size_t)(N * V) && dz.len >= (size_t)(N * V) && targets.len >= (size_t)N && lse.len >= (size_t)N,
+       "crossEntropyBackward: bad sizes");
+  const int32_t *t = targets.data;
+  for (int64_t i = 0; i < N; i++) NEED(t[i] == ignore || (t[i] >= 0 && t[i] < V), "crossEntropyBackward: target %d is outside 0..%lld", t[i], (long long)(V - 1));
+  LOCKED(k_cross_entropy_backward(z.data, targets.data, lse.data, N, V, (int32_t)ignore, g, dz.data));
+  return NULL;
+}
+
+// adamw(theta, g, m, v, b1, b2, eps, decay, stepSize, bc2)
+static napi_value js_adamw(napi_env env, napi_callback_info info) {
+  ARGS(10);
+  F32A(0, theta); F32A(1, g); F32A(2, m); F32A(3, v);
+  DBL(4, b1); DBL(5, b2); DBL(6, eps); DBL(7, decay); DBL(8, stepSize); DBL(9, bc2);
+  NEED(g.len == theta.len && m.len == theta.len && v.len == theta.len, "adamw: arrays differ in length");
+  const toy_adamw_t h = { b1, b2, eps, decay, stepSize, bc2 };
+  LOCKED(k_adamw(theta.data, g.data, m.data, v.data, (int64_t)theta.len, &h));
+  return NULL;
+}
+
+// sumSquares(x) → Σ x², in double
+static napi_value js_sum_squares(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  F32A(0, x);
+  double s;
+  LOCKED(s = k_sum_squares(x.data, (int64_t)x.len));
+  return number(env, s);
+}
+
+// scale(x, s): x ← x · s (the product in double)
+static napi_value js_scale(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  F32A(0, x); DBL(1, s);
+  LOCKED(k_scale(x.data, (int64_t)x.len, s));
+  return NULL;
+}
+
+// accumulate(dst, src): dst += src
+static napi_value js_accumulate(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  F32A(0, dst); F32A(1, src);
+  NEED(dst.len == src.len, "accumulate: %zu vs %zu values", dst.len, src.len);
+  LOCKED(k_accumulate(dst.data, src.data, (int64_t)dst.len));
+  return NULL;
+}
+
 // dequantizeRows(wBytes, type, rows, cols, out): every row (for tests and conversions).
 static napi_value js_dequantize(napi_env env, napi_callback_info info) {
   ARGS(5);
@@ -336,7 +453,10 @@ NAPI_MODULE_INIT() {
     FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("dequantize", js_dequantize),
     FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),
     FN("readBandwidth", js_read_bandwidth), FN("gemm", js_gemm), FN("attentionTrain", js_attention_train),
-    FN("attentionTrainBackward", js_attention_train_backward),
+    FN("attentionTrainBackward", js_attention_train_backward), FN("gatedBackward", js_gated_backward),
+    FN("rmsNormBackward", js_rms_norm_backward), FN("ropeBackward", js_rope_backward), FN("crossEntropy", js_cross_entropy),
+    FN("crossEntropyBackward", js_cross_entropy_backward), FN("adamw", js_adamw), FN("sumSquares", js_sum_squares),
+    FN("scale", js_scale), FN("accumulate", js_accumulate),
 #undef FN
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

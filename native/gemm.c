@@ -92,64 +92,131 @@ static micro_t micro(void) {
   return (micro_t){ 4, 16, kernel_generic };
 }
 
-// --- packing -------------------------------------------------------------------------------
+// --- packing ---
+
+/** n floats from src to dst; the sizes of full panels are constants, so the copy is inlined. */
+static inline void copy_floats(float *dst, const float *src, int n) {
+  switch (n) {
+    case 32: memcpy(dst, src, 32 * sizeof(float)); break;
+    case 16: memcpy(dst, src, 16 * sizeof(float)); break;
+    case 8: memcpy(dst, src, 8 * sizeof(float)); break;
+    case 6: memcpy(dst, src, 6 * sizeof(float)); break;
+    case 4: memcpy(dst, src, 4 * sizeof(float)); break;
+    default: for (int i = 0; i < n; i++) dst[i] = src[i];
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/** dst[i·ldd + r] = src[r·lds + i] for an 8 × 8 block (the classic unpack / shuffle / permute). */
+TOY_AVX2 static void transpose8x8(const float *src, int64_t lds, float *dst, int64_t ldd) {
+  __m256 r[8], t[8], u[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) { t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]); t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]); }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44); u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44); u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+  }
+}
+#define HAVE_TRANSPOSE toy_has_avx2
+#else
+#define HAVE_TRANSPOSE 0
+static void transpose8x8(const float *src, int64_t lds, float *dst, int64_t ldd) { (void)src; (void)lds; (void)dst; (void)ldd; }
+#endif
 
 /** Rows [i0, i0+m) of op(A), k in [k0, k0+kc), as ceil(m/mr) panels of kc × mr (zero-padded). */
 static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64_t kc, int mr, float *dst) {
+  const float *A = g->A;
+  const int64_t lda = g->lda;
   for (int64_t p = 0; p < m; p += mr, dst += kc * mr) {
     const int rows = (int)(m - p < mr ? m - p : mr);
-    for (int64_t k = 0; k < kc; k++) {
-      float *d = dst + k * mr;
-      for (int r = 0; r < rows; r++) {
-        const int64_t i = i0 + p + r, kk = k0 + k;
-        d[r] = g->transA ? g->A[kk * g->lda + i] : g->A[i * g->lda + kk];
+    if (g->transA) { // op(A) column k is a contiguous run of A's row k
+      const float *src = A + k0 * lda + i0 + p;
+      for (int64_t k = 0; k < kc; k++, src += lda) {
+        float *d = dst + k * mr;
+        copy_floats(d, src, rows);
+        for (int r = rows; r < mr; r++) d[r] = 0;
       }
-      for (int r = rows; r < mr; r++) d[r] = 0;
+    } else {            // mr rows of A, read side by side
+      const float *src[32];
+      for (int r = 0; r < mr; r++) src[r] = r < rows ? A + (i0 + p + r) * lda + k0 : NULL;
+      if (rows == mr) {
+        int64_t k = 0;
+        if (mr == 8 && HAVE_TRANSPOSE) for (; k + 8 <= kc; k += 8) transpose8x8(src[0] + k, lda, dst + k * 8, 8);
+        for (; k < kc; k++) for (int r = 0; r < mr; r++) dst[k * mr + r] = src[r][k];
+      } else {
+        for (int64_t k = 0; k < kc; k++) for (int r = 0; r < mr; r++) dst[k * mr + r] = r < rows ? src[r][k] : 0;
+      }
     }
   }
 }
 
 /** Columns [j0, j0+n) of op(B), k in [k0, k0+kc), as ceil(n/nr) panels of kc × nr (zero-padded). */
 static void pack_b(const toy_gemm_t *g, int64_t j0, int64_t n, int64_t k0, int64_t kc, int nr, float *dst) {
+  const float *B = g->B;
+  const int64_t ldb = g->ldb;
   for (int64_t p = 0; p < n; p += nr, dst += kc * nr) {
     const int cols = (int)(n - p < nr ? n - p : nr);
     if (!g->transB) {
-      for (int64_t k = 0; k < kc; k++) {
-        const float *s = g->B + (k0 + k) * g->ldb + j0 + p;
+      const float *src = B + k0 * ldb + j0 + p;
+      for (int64_t k = 0; k < kc; k++, src += ldb) {
         float *d = dst + k * nr;
-        memcpy(d, s, (size_t)cols * sizeof(float));
+        copy_floats(d, src, cols);
         for (int j = cols; j < nr; j++) d[j] = 0;
       }
-    } else {
+    } else {            // nr rows of B (columns of op(B)), four at a time
       if (cols < nr) memset(dst, 0, (size_t)(kc * nr) * sizeof(float));
-      for (int j = 0; j < cols; j++) {
-        const float *s = g->B + (j0 + p + j) * g->ldb + k0;
-        for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = s[k];
+      int j = 0;
+      if (HAVE_TRANSPOSE)
+        for (; j + 8 <= cols; j += 8) {
+          const float *s0 = B + (j0 + p + j) * ldb + k0;
+          int64_t k = 0;
+          for (; k + 8 <= kc; k += 8) transpose8x8(s0 + k, ldb, dst + k * nr + j, nr);
+          for (; k < kc; k++) for (int q = 0; q < 8; q++) dst[k * nr + j + q] = s0[q * ldb + k];
+        }
+      for (; j + 4 <= cols; j += 4) {
+        const float *s0 = B + (j0 + p + j) * ldb + k0, *s1 = s0 + ldb, *s2 = s1 + ldb, *s3 = s2 + ldb;
+        for (int64_t k = 0; k < kc; k++) {
+          float *d = dst + k * nr + j;
+          d[0] = s0[k]; d[1] = s1[k]; d[2] = s2[k]; d[3] = s3[k];
+        }
+      }
+      for (; j < cols; j++) {
+        const float *s0 = B + (j0 + p + j) * ldb + k0;
+        for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = s0[k];
       }
     }
   }
 }
 
-// --- one tile ------------------------------------------------------------------------------
+// --- one block of C -------------------------------------------------------------------------
 
-/** C[i0 : i0+m, j0 : j0+n] of the product, with the caller's pack buffers. */
-static void gemm_tile(const toy_gemm_t *g, micro_t mk, int64_t i0, int64_t m, int64_t j0, int64_t n, float *pa, float *pb) {
+/** C[i0 : i0+m, j0 : j0+n] of the product (n ≤ NC, m any), with the caller's pack buffers: per k
+ *  slice the B block is packed once and used by every MC-row tile of the block. */
+static void gemm_block(const toy_gemm_t *g, micro_t mk, int64_t i0, int64_t m, int64_t j0, int64_t n, float *pa, float *pb) {
   float edge[32 * 32]; // a partial mr × nr block goes through here
   for (int64_t k0 = 0; k0 < g->K; k0 += KC) {
     const int64_t kc = g->K - k0 < KC ? g->K - k0 : KC;
     const int add = k0 > 0 || g->accumulate;
-    pack_a(g, i0, m, k0, kc, mk.mr, pa);
     pack_b(g, j0, n, k0, kc, mk.nr, pb);
-    for (int64_t jp = 0; jp < n; jp += mk.nr) {
-      const int cols = (int)(n - jp < mk.nr ? n - jp : mk.nr);
-      for (int64_t ip = 0; ip < m; ip += mk.mr) {
-        const int rows = (int)(m - ip < mk.mr ? m - ip : mk.mr);
-        float *c = g->C + (i0 + ip) * g->ldc + j0 + jp;
-        const float *a = pa + (ip / mk.mr) * kc * mk.mr, *b = pb + (jp / mk.nr) * kc * mk.nr;
-        if (rows == mk.mr && cols == mk.nr) { mk.kernel(kc, a, b, c, g->ldc, add); continue; }
-        for (int r = 0; r < rows; r++) for (int j = 0; j < cols; j++) edge[r * mk.nr + j] = add ? c[r * g->ldc + j] : 0;
-        mk.kernel(kc, a, b, edge, mk.nr, 1);
-        for (int r = 0; r < rows; r++) for (int j = 0; j < cols; j++) c[r * g->ldc + j] = edge[r * mk.nr + j];
+    for (int64_t it = i0; it < i0 + m; it += MC) {
+      const int64_t mt = i0 + m - it < MC ? i0 + m - it : MC;
+      pack_a(g, it, mt, k0, kc, mk.mr, pa);
+      for (int64_t jp = 0; jp < n; jp += mk.nr) {
+        const int cols = (int)(n - jp < mk.nr ? n - jp : mk.nr);
+        for (int64_t ip = 0; ip < mt; ip += mk.mr) {
+          const int rows = (int)(mt - ip < mk.mr ? mt - ip : mk.mr);
+          if (g->lower && j0 + jp > it + ip + rows - 1) continue; // every entry above the diagonal
+          float *c = g->C + (it + ip) * g->ldc + j0 + jp;
+          const float *a = pa + (ip / mk.mr) * kc * mk.mr, *b = pb + (jp / mk.nr) * kc * mk.nr;
+          if (rows == mk.mr && cols == mk.nr) { mk.kernel(kc, a, b, c, g->ldc, add); continue; }
+          for (int r = 0; r < rows; r++) for (int j = 0; j < cols; j++) edge[r * mk.nr + j] = add ? c[r * g->ldc + j] : 0;
+          mk.kernel(kc, a, b, edge, mk.nr, 1);
+          for (int r = 0; r < rows; r++) for (int j = 0; j < cols; j++) c[r * g->ldc + j] = edge[r * mk.nr + j];
+        }
       }
     }
   }
@@ -164,24 +231,33 @@ void gemm_serial(const toy_gemm_t *g, int ith) {
   const micro_t mk = micro();
   float *pa = pool_scratch(ith, 2, pack_a_floats(mk.mr) * sizeof(float));
   float *pb = pool_scratch(ith, 3, pack_b_floats(mk.nr) * sizeof(float));
-  for (int64_t i0 = 0; i0 < g->M; i0 += MC)
-    for (int64_t j0 = 0; j0 < g->N; j0 += NC)
-      gemm_tile(g, mk, i0, g->M - i0 < MC ? g->M - i0 : MC, j0, g->N - j0 < NC ? g->N - j0 : NC, pa, pb);
+  for (int64_t j0 = 0; j0 < g->N; j0 += NC) gemm_block(g, mk, 0, g->M, j0, g->N - j0 < NC ? g->N - j0 : NC, pa, pb);
 }
 
-// --- threads: one chunk per tile -----------------------------------------------------------
+// --- threads: one chunk per block of C ------------------------------------------------------
+// A chunk is NC columns by `group` MC-row tiles: more rows per chunk pack B less often, fewer
+// leave threads idle; `group` aims at four chunks per thread. Which rows share a chunk never
+// changes a value (tiles start at multiples of MC, a multiple of every mr), only who computes it.
+
+typedef struct { const toy_gemm_t *g; int64_t group; } gemm_job_t;
 
 static void gemm_chunk(void *ctx, int64_t chunk, int ith) {
-  const toy_gemm_t *g = ctx;
+  const gemm_job_t *job = ctx;
+  const toy_gemm_t *g = job->g;
   const micro_t mk = micro();
-  const int64_t tilesN = (g->N + NC - 1) / NC;
-  const int64_t i0 = (chunk / tilesN) * MC, j0 = (chunk % tilesN) * NC;
+  const int64_t tilesN = (g->N + NC - 1) / NC, rows = job->group * MC;
+  const int64_t i0 = (chunk / tilesN) * rows, j0 = (chunk % tilesN) * NC;
   float *pa = pool_scratch(ith, 2, pack_a_floats(mk.mr) * sizeof(float));
   float *pb = pool_scratch(ith, 3, pack_b_floats(mk.nr) * sizeof(float));
-  gemm_tile(g, mk, i0, g->M - i0 < MC ? g->M - i0 : MC, j0, g->N - j0 < NC ? g->N - j0 : NC, pa, pb);
+  gemm_block(g, mk, i0, g->M - i0 < rows ? g->M - i0 : rows, j0, g->N - j0 < NC ? g->N - j0 : NC, pa, pb);
 }
 
 void k_gemm(const toy_gemm_t *g) {
   if (g->M <= 0 || g->N <= 0) return;
-  pool_for(gemm_chunk, (void *)g, ((g->M + MC - 1) / MC) * ((g->N + NC - 1) / NC));
+  const int64_t tilesM = (g->M + MC - 1) / MC, tilesN = (g->N + NC - 1) / NC, want = 4 * (int64_t)pool_threads();
+  int64_t group = tilesM * tilesN / want;
+  if (group < 1) group = 1;
+  if (group > tilesM) group = tilesM;
+  gemm_job_t job = { g, group };
+  pool_for(gemm_chunk, &job, ((tilesM + group - 1) / group) * tilesN);
 }

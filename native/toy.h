@@ -60,6 +60,7 @@ typedef struct {
   const float *B; int64_t ldb; int transB;
   float *C; int64_t ldc;
   int accumulate; // 1: C += product, 0: C = product
+  int lower;      // 1: only C[i][j] with j <= i is wanted; register blocks wholly above the diagonal are skipped (left unwritten)
 } toy_gemm_t;
 /** On the pool's threads. */
 void k_gemm(const toy_gemm_t *g);
@@ -78,6 +79,25 @@ void k_attention_train(const toy_attn_shape_t *s, const float *q, const float *k
 /** dq, dk, dv += the gradients of attention at ∂out = dout. */
 void k_attention_train_backward(const toy_attn_shape_t *s, const float *q, const float *k, const float *v, const float *probs,
                                 const float *dout, float *dq, float *dk, float *dv);
+
+// --- training: the O(tokens · d) ops (train_ops.c); gradients are added (+=), NULL: not wanted ---
+/** act 0: SiLU, 1: GELU (tanh).  ∂gate += act'(gate) up ∂y,  ∂up += act(gate) ∂y. */
+void k_gated_backward(int act, const float *gate, const float *up, const float *dy, float *dgate, float *dup, int64_t n);
+/** RMSNorm over rows of n (r recomputed from x): ∂x and ∂g. Returns 0 when out of memory. */
+int k_rms_norm_backward(const float *dy, const float *x, const float *g, int64_t rows, int64_t n, float eps, float *dx, float *dg);
+/** RoPE over y [N, heads, headDim] (the forward's output): ∂x and ∂invFreq. Returns 0 on a bad size or no memory. */
+int k_rope_backward(const float *dy, const float *y, int64_t N, int64_t heads, int64_t headDim, int64_t dims, const int32_t *pos,
+                    const float *invFreq, int neox, float *dx, float *dinv);
+/** lse[t] = log Σ exp z_t for scored rows; returns Σ (lse[t] − z_t[target_t]). */
+double k_cross_entropy(const float *z, const int32_t *target, int64_t N, int64_t V, int32_t ignore, double *lse);
+/** ∂z_t += g (softmax(z_t) − onehot(target_t)) for scored rows. */
+void k_cross_entropy_backward(const float *z, const int32_t *target, const double *lse, int64_t N, int64_t V, int32_t ignore, float g, float *dz);
+/** One AdamW step's constants (src/optim/adamw.ts). */
+typedef struct { double b1, b2, eps, decay, stepSize, bc2; } toy_adamw_t;
+void k_adamw(float *theta, const float *g, float *m, float *v, int64_t n, const toy_adamw_t *h);
+double k_sum_squares(const float *x, int64_t n);
+void k_scale(float *x, int64_t n, double s);
+void k_accumulate(float *dst, const float *src, int64_t n);
 
 // --- half floats ---
 static inline float f16_to_f32(uint16_t h) {

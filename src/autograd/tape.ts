@@ -29,13 +29,21 @@ export class Var {
 
   /** The gradient buffer, created as zeros when first written. */
   gradBuffer(): Float32Array {
-    return (this.grad ??= new Float32Array(this.data.length));
+    return (this.grad ??= this.backward ? this.tape.scratchZeros(this.data.length) : new Float32Array(this.data.length));
   }
 }
+
+/** Buffers of op outputs (values and gradients) kept from one tape to the next, by length: a
+ *  training step needs the same ones every time, and fresh memory costs a page fault per 4 KiB
+ *  on first touch. */
+const spare = new Map<number, Float32Array[]>();
+const SPARE_LIMIT = 1 << 28; // floats kept at most (1 GiB)
+let spareFloats = 0;
 
 /** The record of one forward computation, replayed backwards by `backward(loss)`. */
 export class Tape {
   private readonly nodes: Var[] = [];
+  private readonly scratch_: Float32Array[] = [];
 
   /** `kernels`: the backend that runs the ops' heavy products (the ts reference by default). */
   constructor(readonly kernels: TrainKernels = tsTrainKernels) {}
@@ -64,6 +72,36 @@ export class Tape {
     return out;
   }
 
+  /** A buffer for an op's output that the op overwrites whole (its contents are undefined): a
+   *  spare one when there is one. It goes back to the spares on release(). */
+  scratch(n: number): Float32Array {
+    const a = spare.get(n)?.pop();
+    if (a) spareFloats -= n;
+    const buf = a ?? new Float32Array(n);
+    this.scratch_.push(buf);
+    return buf;
+  }
+
+  /** Zeros for the gradient of an op's output, from the spares like scratch(). */
+  scratchZeros(n: number): Float32Array {
+    const had = spare.get(n)?.length ?? 0;
+    const buf = this.scratch(n);
+    return had > 0 ? buf.fill(0) : buf;
+  }
+
+  /** Hands the op outputs' buffers (values and gradients) to the next tape. Call it once nothing
+   *  reads the tape's values or gradients any more (the leaves' are not among them). */
+  release(): void {
+    for (const a of this.scratch_) {
+      if (spareFloats + a.length > SPARE_LIMIT) break;
+      let list = spare.get(a.length);
+      if (!list) spare.set(a.length, (list = []));
+      list.push(a);
+      spareFloats += a.length;
+    }
+    this.scratch_.length = 0;
+  }
+
   /** ∂loss/∂v for every Var on the tape; `loss` must hold one value. Ops run in reverse order. */
   backward(loss: Var): void {
     if (loss.size !== 1) throw new RangeError(`backward: the loss must be a scalar, got shape [${loss.shape.join(", ")}]`);
@@ -72,9 +110,7 @@ export class Tape {
   }
 }
 
-/** Adds src into the gradient of v, if v takes gradients. */
-export function accumulate(v: Var | null | undefined, src: ArrayLike<number>): void {
-  if (!v?.requiresGrad) return;
-  const g = v.gradBuffer();
-  for (let i = 0; i < g.length; i++) g[i] += src[i];
+/** Adds src into the gradient of v, if v takes gradients (on the tape's kernels). */
+export function accumulate(v: Var | null | undefined, src: Float32Array): void {
+  if (v?.requiresGrad) v.tape.kernels.accumulate(v.gradBuffer(), src);
 }

@@ -9,7 +9,7 @@ import { AdamW } from "../optim/adamw.js";
 import { clipGradNorm } from "../optim/clip.js";
 import { learningRate, type ScheduleKind } from "../optim/schedule.js";
 import { Tape } from "../autograd/tape.js";
-import { trainKernelsFor, type TrainKernels } from "../autograd/kernels/index.js";
+import { trainKernelsFor, tsTrainKernels, type TrainKernels } from "../autograd/kernels/index.js";
 import { selectBackend, type Device } from "../backends/index.js";
 import { crossEntropy } from "../autograd/ops/crossEntropy.js";
 import { lossAndGradients, trainingForward, type Batch, type LossAndGradients, type Parameters, type TrainSetup } from "./trainForward.js";
@@ -86,8 +86,11 @@ export class Trainer<B = Batch> {
   /** `objective`: a decoder's config (next-token prediction) or any Objective. */
   constructor(objective: ModelConfig | Objective<B>, readonly params: Parameters, readonly options: TrainOptions, readonly setup: TrainSetup = {}) {
     this.objective = "lossAndGradients" in objective ? objective : (nextToken(objective) as unknown as Objective<B>);
-    this.optimizer = new AdamW({ lr: options.lr, betas: options.betas, eps: options.eps, weightDecay: options.weightDecay });
+    this.optimizer = new AdamW({ lr: options.lr, betas: options.betas, eps: options.eps, weightDecay: options.weightDecay }, setup.kernels);
   }
+
+  /** The backend of the step's sweeps (the ts reference unless the setup names one). */
+  private get kernels(): TrainKernels { return this.setup.kernels ?? tsTrainKernels; }
 
   /** One optimizer step over `microBatches` (one per accumulation step). */
   step(microBatches: B | readonly B[]): StepResult {
@@ -101,10 +104,10 @@ export class Trainer<B = Batch> {
       loss += r.loss / batches.length;
       tokens += this.objective.count(batch);
       if (!grads) grads = r.grads;
-      else for (const [name, g] of r.grads) { const acc = grads.get(name)!; for (let i = 0; i < g.length; i++) acc[i] += g[i]; }
+      else for (const [name, g] of r.grads) this.kernels.accumulate(grads.get(name)!, g);
     }
     if (batches.length > 1) for (const g of grads!.values()) for (let i = 0; i < g.length; i++) g[i] /= batches.length;
-    const gradNorm = clipGradNorm(grads!, this.options.clip);
+    const gradNorm = clipGradNorm(grads!, this.options.clip, this.kernels);
     const o = this.options;
     const lr = learningRate(this.stepsDone, { kind: o.schedule, lr: o.lr, steps: o.steps, warmup: o.warmup });
     this.optimizer.step(this.params.values, this.params.dims, grads!, lr);

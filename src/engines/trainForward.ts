@@ -179,13 +179,19 @@ export function lossAndGradients(c: ModelConfig, params: Parameters, batch: Batc
   const { logits, leaves } = trainingForward(tape, c, params, batch, setup);
   const loss = crossEntropy(logits, batch.target);
   tape.backward(loss);
-  return { loss: loss.data[0], grads: gradientsOf(params, leaves, setup) };
+  const value = loss.data[0];
+  const grads = gradientsOf(params, leaves, setup);
+  tape.release();
+  return { loss: value, grads };
 }
 
-/** The leaves' gradients after a backward, for every trainable parameter (zeros where unused). */
+/** The leaves' gradients after a backward, for every trainable parameter (zeros where unused).
+ *  The leaves' gradient buffers are handed over: the tape is done with them. */
 export function gradientsOf(params: Parameters, leaves: [string, Var][], setup: TrainSetup): Map<string, Float32Array> {
   const grads = new Map<string, Float32Array>();
-  for (const [name, values] of params.values) if (!setup.frozen?.has(name)) grads.set(name, new Float32Array(values.length));
-  for (const [name, v] of leaves) if (v.grad && grads.has(name)) grads.get(name)!.set(v.grad);
+  const leafGrads = new Map(leaves.map(([name, v]) => [name, v.grad] as const));
+  for (const [name, values] of params.values) {
+    if (!setup.frozen?.has(name)) grads.set(name, leafGrads.get(name) ?? new Float32Array(values.length));
+  }
   return grads;
 }

@@ -58,7 +58,9 @@ export function imageClassification(c: VitConfig): Objective<ImageBatchInput> {
     lossAndGradients(params, batch, setup): LossAndGradients {
       const { tape, loss: l, leaves } = loss(params, batch, setup);
       tape.backward(l);
-      return { loss: l.data[0], grads: gradientsOf(params, leaves, setup) };
+      const value = l.data[0], grads = gradientsOf(params, leaves, setup);
+      tape.release();
+      return { loss: value, grads };
     },
     loss: (params, batch, setup) => loss(params, batch, setup).loss.data[0],
     count: (batch) => batch.size,

@@ -4,6 +4,9 @@
 //   m ← β₁ m + (1 − β₁) g,   v ← β₂ v + (1 − β₂) g²
 //   θ ← θ − (lr / (1 − β₁ᵗ)) · m / (√v / √(1 − β₂ᵗ) + ε)
 
+import type { TrainKernels } from "../autograd/kernels/index.js";
+import { tsTrainKernels } from "../autograd/kernels/ts.js";
+
 export interface AdamWOptions {
   lr: number;
   betas: [number, number];
@@ -21,7 +24,8 @@ export interface AdamWState {
 
 export class AdamW {
   readonly state: AdamWState = { step: 0, m: new Map(), v: new Map() };
-  constructor(readonly options: AdamWOptions) {}
+  /** `kernels`: the backend that runs the update's sweep (the ts reference by default; cpu gives the same bits). */
+  constructor(readonly options: AdamWOptions, readonly kernels: TrainKernels = tsTrainKernels) {}
 
   /** One update of every parameter in place, at learning rate `lr` (the schedule's value). */
   step(params: Map<string, Float32Array>, dims: Map<string, number[]>, grads: Map<string, Float32Array>, lr = this.options.lr): void {
@@ -35,11 +39,7 @@ export class AdamW {
       if (!g) continue;
       const m = getOrZeros(this.state.m, name, theta.length), v = getOrZeros(this.state.v, name, theta.length);
       const decay = weightDecay > 0 && decays(name, dims.get(name) ?? [theta.length]) ? 1 - lr * weightDecay : 1;
-      for (let i = 0; i < theta.length; i++) {
-        m[i] = b1 * m[i] + (1 - b1) * g[i];
-        v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-        theta[i] = theta[i] * decay - (stepSize * m[i]) / (Math.sqrt(v[i]) / bc2 + eps);
-      }
+      this.kernels.adamw(theta, g, m, v, { b1, b2, eps, decay, stepSize, bc2 });
     }
   }
 }

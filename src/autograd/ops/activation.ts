@@ -3,37 +3,27 @@
 //   gelu(x) = ½ x (1 + tanh u),  u = √(2/π) (x + 0.044715 x³)   (tanh approximation)
 //   gelu'(x) = ½ (1 + tanh u) + ½ x (1 − tanh² u) √(2/π) (1 + 3 · 0.044715 x²)
 
-import { geluTanh, silu } from "../../backends/ts/elementwise.js";
+import { geluTanh } from "../../backends/ts/elementwise.js";
+import type { GateActivation } from "../kernels/index.js";
+import { geluGrad, siluGrad } from "../kernels/ts.js";
 import type { Var } from "../tape.js";
 
-const K = Math.sqrt(2 / Math.PI);
+export { geluGrad, siluGrad };
 
-export function siluGrad(x: number): number {
-  const s = 1 / (1 + Math.exp(-x));
-  return s * (1 + x * (1 - s));
-}
-
-export function geluGrad(x: number): number {
-  const t = Math.tanh(K * (x + 0.044715 * x * x * x));
-  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * K * (1 + 3 * 0.044715 * x * x);
-}
-
-/** act(gate) ⊙ up:  ∂gate = act'(gate) up ∂y,  ∂up = act(gate) ∂y */
-function gated(gate: Var, up: Var, act: (x: number) => number, grad: (x: number) => number): Var {
-  const y = new Float32Array(gate.size);
-  for (let i = 0; i < y.length; i++) y[i] = act(gate.data[i]) * up.data[i];
+/** act(gate) ⊙ up:  ∂gate = act'(gate) up ∂y,  ∂up = act(gate) ∂y  (on the tape's kernels) */
+function gated(gate: Var, up: Var, act: GateActivation): Var {
+  const K = gate.tape.kernels;
+  const y = K.gated(gate.data, up.data, act, gate.tape.scratch(gate.size));
   return gate.tape.record(gate.shape, y, [gate, up], (out) => {
-    const dy = out.grad!, G = gate.data, U = up.data;
-    if (gate.requiresGrad) { const dg = gate.gradBuffer(); for (let i = 0; i < dg.length; i++) dg[i] += grad(G[i]) * U[i] * dy[i]; }
-    if (up.requiresGrad) { const du = up.gradBuffer(); for (let i = 0; i < du.length; i++) du[i] += act(G[i]) * dy[i]; }
+    K.gatedBackward(out.grad!, gate.data, up.data, act, gate.requiresGrad ? gate.gradBuffer() : null, up.requiresGrad ? up.gradBuffer() : null);
   });
 }
 
 /** SwiGLU: silu(gate) ⊙ up */
-export const swiglu = (gate: Var, up: Var): Var => gated(gate, up, silu, siluGrad);
+export const swiglu = (gate: Var, up: Var): Var => gated(gate, up, "silu");
 
 /** GeGLU: gelu(gate) ⊙ up */
-export const geglu = (gate: Var, up: Var): Var => gated(gate, up, geluTanh, geluGrad);
+export const geglu = (gate: Var, up: Var): Var => gated(gate, up, "gelu");
 
 /** GELU (tanh approximation); tanh u is kept from the forward for the backward (same values as
  *  geluTanh and geluGrad, one tanh per element instead of two). */

@@ -5,9 +5,7 @@ import { accumulate, type Var } from "../tape.js";
 /** a + b (same shape); ∂a = ∂b = ∂y */
 export function add(a: Var, b: Var): Var {
   if (a.size !== b.size) throw new RangeError(`add: ${a.size} vs ${b.size} values`);
-  const y = new Float32Array(a.size);
-  for (let i = 0; i < y.length; i++) y[i] = a.data[i] + b.data[i];
-  return a.tape.record(a.shape, y, [a, b], (out) => {
+  return a.tape.record(a.shape, a.tape.kernels.add(a.data, b.data, a.tape.scratch(a.size)), [a, b], (out) => {
     accumulate(a, out.grad!);
     accumulate(b, out.grad!);
   });

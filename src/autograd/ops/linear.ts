@@ -8,17 +8,14 @@ import type { Var } from "../tape.js";
 export function linear(x: Var, w: Var, bias?: Var | null): Var {
   const nIn = w.cols, nOut = w.rows, N = x.rows, K = x.tape.kernels;
   if (x.cols !== nIn) throw new RangeError(`linear: x has ${x.cols} columns, the weight expects ${nIn}`);
-  const y = K.linear(x.data, w.data, N, nIn, nOut);
-  if (bias) {
-    const b = bias.data;
-    for (let n = 0, o = 0; n < N; n++, o += nOut) for (let r = 0; r < nOut; r++) y[o + r] += b[r];
-  }
+  const y = K.linear(x.data, w.data, N, nIn, nOut, x.tape.scratch(N * nOut));
+  if (bias) for (let n = 0; n < N; n++) for (let r = 0; r < nOut; r++) y[n * nOut + r] += bias.data[r];
   return x.tape.record([...x.shape.slice(0, -1), nOut], y, [x, w, bias], (out) => {
     const dy = out.grad!;
     K.linearBackward(dy, x.data, w.data, N, nIn, nOut, x.requiresGrad ? x.gradBuffer() : null, w.requiresGrad ? w.gradBuffer() : null);
     if (bias?.requiresGrad) {
       const db = new Float64Array(nOut);
-      for (let n = 0, o = 0; n < N; n++, o += nOut) for (let r = 0; r < nOut; r++) db[r] += dy[o + r];
+      for (let n = 0; n < N; n++) for (let r = 0; r < nOut; r++) db[r] += dy[n * nOut + r];
       const g = bias.gradBuffer();
       for (let r = 0; r < nOut; r++) g[r] += db[r];
     }

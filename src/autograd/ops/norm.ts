@@ -6,34 +6,12 @@
 
 import type { Var } from "../tape.js";
 
+/** x: [rows, n], g: [n] → [rows, n]  (on the tape's kernels; r is recomputed in the backward) */
 export function rmsNorm(x: Var, g: Var, eps: number): Var {
-  const n = x.cols, rows = x.rows, X = x.data, G = g.data;
-  const inv = new Float64Array(rows);
-  const y = new Float32Array(x.size);
-  for (let r = 0; r < rows; r++) {
-    const o = r * n;
-    let ss = 0;
-    for (let i = 0; i < n; i++) ss += X[o + i] * X[o + i];
-    inv[r] = 1 / Math.sqrt(ss / n + eps);
-    for (let i = 0; i < n; i++) y[o + i] = X[o + i] * inv[r] * G[i];
-  }
+  const n = x.cols, rows = x.rows, K = x.tape.kernels;
+  const y = K.rmsNorm(x.data, g.data, rows, n, eps, x.tape.scratch(x.size));
   return x.tape.record(x.shape, y, [x, g], (out) => {
-    const dy = out.grad!;
-    const dg = g.requiresGrad ? new Float64Array(n) : null;
-    const dx = x.requiresGrad ? x.gradBuffer() : null;
-    for (let r = 0; r < rows; r++) {
-      const o = r * n, s = inv[r];
-      let dot = 0;
-      for (let i = 0; i < n; i++) {
-        dot += dy[o + i] * G[i] * X[o + i];
-        if (dg) dg[i] += dy[o + i] * X[o + i] * s;
-      }
-      if (dx) {
-        const c = (s * s * s * dot) / n;
-        for (let i = 0; i < n; i++) dx[o + i] += s * dy[o + i] * G[i] - X[o + i] * c;
-      }
-    }
-    if (dg) { const gg = g.gradBuffer(); for (let i = 0; i < n; i++) gg[i] += dg[i]; }
+    K.rmsNormBackward(out.grad!, x.data, g.data, rows, n, eps, x.requiresGrad ? x.gradBuffer() : null, g.requiresGrad ? g.gradBuffer() : null);
   });
 }
 

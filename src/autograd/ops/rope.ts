@@ -1,7 +1,8 @@
 // Rotary position embedding and its backward. Pair (a, b) of a head at position p turns by
 // θ = p · invFreq[i]:  y_a = x_a cos θ − x_b sin θ,  y_b = x_a sin θ + x_b cos θ.
 //   ∂x: the inverse rotation of ∂y;   ∂θ = −∂y_a y_b + ∂y_b y_a,   ∂invFreq[i] = Σ p ∂θ
-// The frequencies are a Var too, so that Llama 3's rope_freqs.weight gets a gradient.
+// The frequencies are a Var too, so that Llama 3's rope_freqs.weight gets a gradient. The loops
+// run on the tape's kernels (src/autograd/kernels).
 
 import type { RopeStyle } from "../../backends/kernels.js";
 import type { RopeConfig } from "../../primitives/index.js";
@@ -20,42 +21,9 @@ export function ropeFrequencies(tape: Tape, c: Omit<RopeConfig, "freqFactors">, 
 
 /** x: [N, heads, headDim] at positions [N] → rotated copy; the first `dims` dims of each head turn. */
 export function rope(x: Var, positions: Int32Array, invFreq: Var, dims: number, style: RopeStyle): Var {
-  const [N, heads, headDim] = x.shape;
-  const half = dims / 2, F = invFreq.data;
-  const pair = (o: number, i: number): [number, number] => (style === "interleaved" ? [o + 2 * i, o + 2 * i + 1] : [o + i, o + i + half]);
-  const y = new Float32Array(x.data);
-  for (let t = 0; t < N; t++) {
-    for (let h = 0; h < heads; h++) {
-      const o = (t * heads + h) * headDim;
-      for (let i = 0; i < half; i++) {
-        const angle = positions[t] * F[i], cos = Math.cos(angle), sin = Math.sin(angle);
-        const [a, b] = pair(o, i);
-        const x0 = x.data[a], x1 = x.data[b];
-        y[a] = x0 * cos - x1 * sin;
-        y[b] = x0 * sin + x1 * cos;
-      }
-    }
-  }
+  const [, heads, headDim] = x.shape, K = x.tape.kernels, s = { heads, headDim, dims, style };
+  const y = K.rope(x.data, positions, invFreq.data, s, x.tape.scratch(x.size));
   return x.tape.record(x.shape, y, [x, invFreq], (out) => {
-    const dy = out.grad!;
-    const dx = x.requiresGrad ? x.gradBuffer() : null;
-    const dinv = invFreq.requiresGrad ? new Float64Array(half) : null;
-    for (let t = 0; t < N; t++) {
-      const p = positions[t];
-      for (let h = 0; h < heads; h++) {
-        const o = (t * heads + h) * headDim;
-        if (dx) for (let i = dims; i < headDim; i++) dx[o + i] += dy[o + i];
-        for (let i = 0; i < half; i++) {
-          const angle = p * F[i], cos = Math.cos(angle), sin = Math.sin(angle);
-          const [a, b] = pair(o, i);
-          if (dx) {
-            dx[a] += dy[a] * cos + dy[b] * sin;
-            dx[b] += -dy[a] * sin + dy[b] * cos;
-          }
-          if (dinv) dinv[i] += p * (-dy[a] * y[b] + dy[b] * y[a]);
-        }
-      }
-    }
-    if (dinv) { const g = invFreq.gradBuffer(); for (let i = 0; i < half; i++) g[i] += dinv[i]; }
+    K.ropeBackward(out.grad!, y, positions, invFreq.data, s, x.requiresGrad ? x.gradBuffer() : null, invFreq.requiresGrad ? invFreq.gradBuffer() : null);
   });
 }

@@ -6,7 +6,12 @@ import { accumulate } from "../tape.js";
 
 /** Same values, another shape (no copy of the forward data). */
 export function reshape(x: Var, shape: readonly number[]): Var {
-  return x.tape.record(shape, x.data, [x], (out) => accumulate(x, out.grad!));
+  return x.tape.record(shape, x.data, [x], (out) => {
+    // The same numbers, so the same gradient: x's first one can be out's buffer itself (every
+    // reader of out has run by now) — unless x is a leaf, whose gradient outlives the tape.
+    if (x.requiresGrad && !x.grad && x.backward) x.grad = out.grad;
+    else accumulate(x, out.grad!);
+  });
 }
 
 /** Columns [from, to) of x: [N, n] → [N, to − from] (e.g. q, k, v out of a fused projection). */

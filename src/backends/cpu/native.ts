@@ -28,6 +28,25 @@ export interface NativeAddon {
   /** dq, dk, dv += attention's gradients at ∂out. */
   attentionTrainBackward(B: number, T: number, H: number, KV: number, D: number, scale: number, softcap: number, window: number, causal: number,
     q: Float32Array, k: Float32Array, v: Float32Array, probs: Float32Array, dout: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array): void;
+  /** ∂gate += act'(gate) up ∂y, ∂up += act(gate) ∂y; act 0: SiLU, 1: GELU (tanh). Null: not wanted. */
+  gatedBackward(act: number, gate: Float32Array, up: Float32Array, dy: Float32Array, dgate: Float32Array | null, dup: Float32Array | null): void;
+  /** RMSNorm's gradients added into dx [rows, n] and dg [n] (null: not wanted). */
+  rmsNormBackward(dy: Float32Array, x: Float32Array, g: Float32Array, rows: number, n: number, eps: number, dx: Float32Array | null, dg: Float32Array | null): void;
+  /** RoPE's gradients, from the forward's output y: dx [N, heads, headDim] and dinv [dims / 2] (null: not wanted). */
+  ropeBackward(dy: Float32Array, y: Float32Array, N: number, heads: number, headDim: number, dims: number, positions: Int32Array, invFreq: Float32Array,
+    neox: number, dx: Float32Array | null, dinv: Float32Array | null): void;
+  /** lse[t] = log Σ exp z_t of each scored row; returns Σ (lse[t] − z_t[target_t]). */
+  crossEntropy(z: Float32Array, targets: Int32Array, N: number, V: number, ignore: number, lse: Float64Array): number;
+  /** ∂z_t += g (softmax(z_t) − onehot(target_t)) of each scored row. */
+  crossEntropyBackward(z: Float32Array, targets: Int32Array, lse: Float64Array, N: number, V: number, ignore: number, g: number, dz: Float32Array): void;
+  /** One AdamW update in place (src/optim/adamw.ts, to the bit). */
+  adamw(theta: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, b1: number, b2: number, eps: number, decay: number, stepSize: number, bc2: number): void;
+  /** Σ x² in double. */
+  sumSquares(x: Float32Array): number;
+  /** x ← x · s. */
+  scale(x: Float32Array, s: number): void;
+  /** dst += src. */
+  accumulate(dst: Float32Array, src: Float32Array): void;
   /** Memory read bandwidth in bytes/s with `threads` threads (for the benchmark's bound). */
   readBandwidth(threads: number): number;
   /** Bytes of one row of `cols` values of `type` (0: unsupported). */
