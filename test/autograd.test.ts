@@ -15,7 +15,7 @@ import { clipGradNorm, globalNorm } from "../src/optim/clip.js";
 import { learningRate } from "../src/optim/schedule.js";
 
 const rng = new Rng(1234);
-const { gradCheck, t } = gradChecker(rng);
+const { gradCheck, randn, t } = gradChecker(rng);
 
 test("linear: x, W and bias", () => gradCheck("linear", [t([3, 8]), t([5, 8]), t([5])], ([x, w, b]) => linear(x, w, b)));
 test("embedding: scatter-add into the table, repeated ids", () => {

@@ -10,6 +10,8 @@ import type { Var } from "../tape.js";
 
 export { geluGrad, siluGrad };
 
+const K = Math.sqrt(2 / Math.PI);
+
 /** act(gate) ⊙ up:  ∂gate = act'(gate) up ∂y,  ∂up = act(gate) ∂y  (on the tape's kernels) */
 function gated(gate: Var, up: Var, act: GateActivation): Var {
   const K = gate.tape.kernels;
