@@ -81,8 +81,17 @@ function distanceToSegment(x: number, y: number, [px, py]: [number, number], [qx
 // The quick mode takes 1,000 images to train on and 200 to evaluate.
 const trainCount = pick(8000, 1000), evalCount = pick(2000, 200);
 const data: ImageSplit = mnist
-  ? loadMnistDir(mnist, quick ? { trainCount, evalCount } : {})
+  ? loadMnist(mnist)
   : { ...standardize(drawDigits(trainCount, 1), drawDigits(evalCount, 2), true), description: "digits drawn by examples/vit.ts (MNIST not found: set TOY_MNIST to a folder of its files)" };
+function loadMnist(dir: string): ImageSplit {
+  try {
+    return loadMnistDir(dir, quick ? { trainCount, evalCount } : {});
+  } catch (e) {
+    // A folder was named (or found) and is not MNIST: say which and why, and stop (a usage error).
+    console.error(`MNIST from ${dir}${process.env.TOY_MNIST ? " ($TOY_MNIST)" : ""}: ${(e as Error).message}`);
+    process.exit(2);
+  }
+}
 console.log(`data: ${data.description}`);
 console.log(`  ${data.train.count} images to train on, ${data.eval.count} held out; ${data.train.height}×${data.train.width}, ` +
   `${data.train.channels} channel, mean ${data.normalization!.mean[0].toFixed(4)}, std ${data.normalization!.std[0].toFixed(4)}`);
