@@ -27,15 +27,16 @@ import { count, outputDir, pick, quick } from "./lib/setup.js";
 // --- 1. The images ------------------------------------------------------------------------------
 // MNIST's files are not shipped with toy. The shared data folder has its 10,000 test digits
 // (t10k-*-idx*-ubyte.gz): loadMnistDir trains on the first 8,000 and holds out the last 2,000.
-// $TOY_MNIST names another folder of MNIST's files (Fashion-MNIST's work too).
+// $TOY_MNIST names another folder of MNIST's files; else they are looked for beside the shared
+// fixtures, as the other examples look for their model.
 const mnistCandidates = [
-  process.env.TOY_MNIST,
   process.env.TOY_FIXTURES && join(process.env.TOY_FIXTURES, "..", "data", "mnist"),
   join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "shared", "data", "mnist"), // dist/examples/ → ../shared
 ].filter((p): p is string => typeof p === "string");
 const mnist = process.argv.includes("--synthetic") ? undefined
-  : process.env.TOY_MNIST ?? shortest(mnistCandidates.find((p) => existsSync(p))); // a wrong $TOY_MNIST fails loudly below
-function shortest(p: string | undefined): string | undefined {
+  : process.env.TOY_MNIST ?? asTyped(mnistCandidates.find((p) => existsSync(p))); // a wrong $TOY_MNIST fails loudly below
+/** A found folder as one would type it: relative to here when that is shorter (../shared/data/mnist). */
+function asTyped(p: string | undefined): string | undefined {
   return p && (relative(process.cwd(), p).length < p.length ? relative(process.cwd(), p) : p);
 }
 
