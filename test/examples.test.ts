@@ -85,6 +85,26 @@ const checks: Record<string, (stdout: string, dir: string) => void> = {
     }
     assert.match(stdout, /both loss curves: .*loss\.svg/);
   },
+  vit(stdout, dir) {
+    const m = /accuracy ([\d.]+)% → ([\d.]+)% \((\d+) of (\d+) held-out images\)/.exec(stdout);
+    assert.ok(m, `no "accuracy A% → B% (C of N held-out images)" line in:\n${stdout}`);
+    const [before, after, correct, heldOut] = m.slice(1).map(Number);
+    assert.ok(after > before + 10, `accuracy ${before}% → ${after}%`);
+    // The confusion matrix: a header of the 10 classes, then one row per true class, adding up
+    // to the held-out images, its diagonal to the ones it got right.
+    const table = /^true\\pred +0 +1 +2 +3 +4 +5 +6 +7 +8 +9\n((?:\d +(?:\d+ +){9}\d+\n){10})/m.exec(stdout);
+    assert.ok(table, `no confusion matrix in:\n${stdout}`);
+    const rows = table[1].trim().split("\n").map((r) => r.trim().split(/ +/).slice(1).map(Number));
+    assert.equal(rows.flat().reduce((a, v) => a + v, 0), heldOut);
+    assert.equal(rows.reduce((a, r, i) => a + r[i], 0), correct);
+    const header = readGGUFHeader(join(dir, "vit.gguf")).metadata;
+    assert.equal(header.get("general.architecture"), "vit");
+    assert.equal(header.get("vit.class_count"), 10);
+    assert.match(stdout, new RegExp(`loaded back: accuracy ${after.toFixed(2)}%, the same as before saving`));
+    assert.equal([...stdout.matchAll(/^ {2}image \d: true \d, predicted \d \([\d.]+%\)/gm)].length, 8);
+    assert.match(stdout, /^#\d+: true \d, predicted \d \([\d.]+%\)/m);
+    assert.match(readFileSync(join(dir, "loss.svg"), "utf8"), /<g class="series"[\s\S]*<\/svg>\n$/);
+  },
 };
 
 const readme = readFileSync(join(projectRoot, "examples", "README.md"), "utf8");
@@ -99,6 +119,12 @@ for (const name of names) {
     else console.log(`(examples/${name}.ts has no checks of its own in test/examples.test.ts: it ran and printed ${stdout.split("\n").length} lines)`);
   });
 }
+
+test("examples/vit.ts --synthetic: without MNIST it trains on digits it draws itself", () => {
+  const stdout = run("vit", ["--quick", "--synthetic"]);
+  assert.match(stdout, /^data: digits drawn by examples\/vit\.ts/m);
+  checks.vit(stdout, join(out, "vit"));
+});
 
 test("npm run example: no name or an unknown one lists the examples and exits 2", () => {
   for (const args of [[], ["no-such-example"]]) {
