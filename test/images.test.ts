@@ -160,10 +160,10 @@ test("MNIST folder: train and t10k → train on train, evaluate on t10k; file na
 });
 
 test("MNIST folder: missing halves, wrong shapes and mismatched counts are clear errors", () => {
-  assert.throws(() => loadMnistDir(join(tmp, "nowhere")), /no such folder/);
+  assert.throws(() => loadMnistDir(join(tmp, "nowhere")), (e: unknown) => e instanceof DataFileError && /no such folder/.test(e.message));
   const empty = freshDir();
   writeFileSync(join(empty, "readme.txt"), "hi");
-  assert.throws(() => loadMnistDir(empty), /no MNIST files/);
+  assert.throws(() => loadMnistDir(empty), (e: unknown) => e instanceof DataFileError && /no MNIST files/.test(e.message));
   const half = freshDir();
   writeFileSync(join(half, "t10k-images-idx3-ubyte"), encodeIdx(new Uint8Array(12), [1, 4, 3]));
   assert.throws(() => loadMnistDir(half), /but not its labels/);

@@ -12,7 +12,7 @@
 
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { DataFileError, ToyError, UsageError } from "../../errors.js";
+import { DataFileError, UsageError } from "../../errors.js";
 import { readIdx } from "./idx.js";
 import { sliceImages, type ImageSet, type ImageSplit, type Normalization } from "./imageSet.js";
 import { standardize } from "./split.js";
@@ -35,7 +35,7 @@ export const MNIST_FILE = /^(train|t10k)-(images|labels)[-.]idx([13])-ubyte(\.gz
 
 /** The IDX pairs in a folder (a plain file is preferred over a .gz of the same name). */
 export function findMnistFiles(dir: string): MnistFiles {
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ToyError(`${dir}: no such folder`);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new DataFileError(`${dir}: no such folder`);
   const found: Record<string, string> = {};
   for (const name of readdirSync(dir).sort()) {
     const m = MNIST_FILE.exec(name);
@@ -49,13 +49,13 @@ export function findMnistFiles(dir: string): MnistFiles {
     const images = found[`${part}-images`], labels = found[`${part}-labels`];
     if (!images && !labels) return undefined;
     if (!images || !labels) {
-      throw new ToyError(`${dir}: has ${images ?? labels} but not its ${images ? "labels" : "images"} (${part}-${images ? "labels-idx1" : "images-idx3"}-ubyte[.gz])`);
+      throw new DataFileError(`${dir}: has ${images ?? labels} but not its ${images ? "labels" : "images"} (${part}-${images ? "labels-idx1" : "images-idx3"}-ubyte[.gz])`);
     }
     return { images, labels };
   };
   const files = { train: pair("train"), test: pair("t10k") };
   if (!files.train && !files.test) {
-    throw new ToyError(`${dir}: no MNIST files (expected train-images-idx3-ubyte and train-labels-idx1-ubyte, or the t10k-… pair, plain or .gz)`);
+    throw new DataFileError(`${dir}: no MNIST files (expected train-images-idx3-ubyte and train-labels-idx1-ubyte, or the t10k-… pair, plain or .gz)`);
   }
   return files;
 }
