@@ -40,6 +40,14 @@ test("outside a run, and after a run that threw, Tensor.zeros gives fresh arrays
   assert.deepEqual([...c.y.data], new Array(6).fill(2.5));
 });
 
+test("after release, the next run starts with new arrays", () => {
+  const ws = new Workspace();
+  const a = ws.run(() => forward(1), (r) => r.y.data);
+  ws.release();
+  const b = ws.run(() => forward(2), (r) => r.y.data);
+  assert.ok(b.h !== a.h && b.g !== a.g);
+});
+
 test("another shape in the next run gets new arrays of its own length", () => {
   const ws = new Workspace();
   ws.run(() => forward(1), (r) => r.y.data);

@@ -89,9 +89,13 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
     const input = { ids, segments, positions, lastRows, device };
     // Decode steps (one row per sequence) reuse their activation arrays; longer forwards spread
     // their allocation over many rows, and keeping their arrays would hold T rows' worth.
-    const out = start <= WORKSPACE_ROWS
-      ? workspace.run(() => arch.forward(weights, config, input), (logits) => logits.data)
-      : arch.forward(weights, config, input);
+    let out: Tensor;
+    if (start <= WORKSPACE_ROWS) {
+      out = workspace.run(() => arch.forward(weights, config, input), (logits) => logits.data);
+    } else {
+      workspace.release(); // not held through a long forward's own peak
+      out = arch.forward(weights, config, input);
+    }
     for (const s of segments) s.cache.length += s.length;
     return out;
   }

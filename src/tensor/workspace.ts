@@ -44,6 +44,11 @@ export class Workspace {
     return out;
   }
 
+  /** Let go of the arrays kept for the next run (before a forward that does not use them). */
+  release(): void {
+    this.#free.clear();
+  }
+
   /** A zero-filled array of n values: a free one of that length, or a new one. */
   take(n: number): Float32Array {
     const reused = this.#free.get(n)?.pop();
