@@ -86,6 +86,24 @@ static int kind_of(int type) {
   }
 }
 
+// Tall matrices (the output projection: 49152 rows) hand out runs of consecutive row blocks, about
+// 16 per thread: one-block chunks made two threads take turns along the matrix, a shared counter
+// bumped 1536 times and neither thread reading a long stream (2 threads ran it slower than 1).
+// Each row is still computed by the same code, so the bits do not change.
+typedef struct { toy_chunk_fn fn; void *m; int64_t per, nblocks; } run_t;
+
+static void run_chunk(void *p, int64_t c, int ith) {
+  const run_t *s = p;
+  const int64_t b1 = (c + 1) * s->per < s->nblocks ? (c + 1) * s->per : s->nblocks;
+  for (int64_t b = c * s->per; b < b1; b++) s->fn(s->m, b, ith);
+}
+
+static void pool_for_runs(toy_chunk_fn fn, void *m, int64_t nblocks) {
+  const int64_t target = 16 * (int64_t)pool_threads();
+  run_t s = { fn, m, (nblocks + target - 1) / target, nblocks };
+  pool_for(run_chunk, &s, (nblocks + s.per - 1) / s.per);
+}
+
 void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out) {
   mm_t m = { x, w, type, kind_of(type), xscheme_of(type), rows, cols, T, row_bytes(type, cols), out, NULL, 0 };
   if (T <= 0 || rows <= 0) return;
@@ -109,7 +127,7 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
     const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
     const toy_chunk_fn chunk = toy_has_vnni && vnni_for(type) ? vnni_chunk : vd_chunk; // same bits
     if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
-    else pool_for(chunk, &m, nchunks);
+    else pool_for_runs(chunk, &m, nchunks);
     return;
   }
 #endif

@@ -4,6 +4,7 @@ import type { Device } from "../backends/kernels.js";
 import { KVCache, type Segment } from "../blocks/kvCache.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
 import type { Tensor } from "../tensor/tensor.js";
+import { Workspace } from "../tensor/workspace.js";
 import type { ModelConfig } from "./config.js";
 import { loadDecoder, type DecoderWeights } from "./layers.js";
 import { ModelWeights } from "./weights.js";
@@ -50,9 +51,13 @@ export interface Architecture {
   forward(w: DecoderWeights, c: ModelConfig, input: ForwardInput): Tensor;
 }
 
+/** Forwards of at most this many rows in all reuse the model's workspace. */
+const WORKSPACE_ROWS = 16;
+
 export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConfig, device: Device): LanguageModel {
   const weights = loadDecoder(new ModelWeights(file), config);
   const kvWidth = config.nKVHead * config.headDim;
+  const workspace = new Workspace();
   return {
     arch: arch.name, file, device, config,
     nVocab: config.nVocab, contextLength: config.contextLength,
@@ -81,7 +86,16 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
       for (let t = 0; t < s.length; t++) positions[s.start + t] = s.pos0 + t;
     }
     const lastRows = allRows ? null : segments.map((s) => s.start + s.length - 1);
-    const out = arch.forward(weights, config, { ids, segments, positions, lastRows, device });
+    const input = { ids, segments, positions, lastRows, device };
+    // Decode steps (one row per sequence) reuse their activation arrays; longer forwards spread
+    // their allocation over many rows, and keeping their arrays would hold T rows' worth.
+    let out: Tensor;
+    if (start <= WORKSPACE_ROWS) {
+      out = workspace.run(() => arch.forward(weights, config, input), (logits) => logits.data);
+    } else {
+      workspace.release(); // not held through a long forward's own peak
+      out = arch.forward(weights, config, input);
+    }
     for (const s of segments) s.cache.length += s.length;
     return out;
   }

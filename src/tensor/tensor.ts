@@ -2,6 +2,7 @@
 // Row-major; the last dimension is contiguous.
 
 import type { Device } from "../backends/kernels.js";
+import { zeros } from "./workspace.js";
 
 export class Tensor {
   constructor(
@@ -13,8 +14,9 @@ export class Tensor {
     if (n !== data.length) throw new RangeError(`shape [${shape.join(", ")}] needs ${n} values, got ${data.length}`);
   }
 
+  /** Zeros; inside a forward that reuses a workspace, in one of its arrays (./workspace.ts). */
   static zeros(shape: readonly number[], device: Device = "ts"): Tensor {
-    return new Tensor(shape, new Float32Array(shape.reduce((a, b) => a * b, 1)), device);
+    return new Tensor(shape, zeros(shape.reduce((a, b) => a * b, 1)), device);
   }
 
   get size(): number {

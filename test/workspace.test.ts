@@ -1,0 +1,56 @@
+// The activation workspace: arrays of one forward are handed out again in the next, zeroed,
+// except the result the caller keeps.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Tensor } from "../src/tensor/tensor.js";
+import { Workspace } from "../src/tensor/workspace.js";
+
+/** A stand-in forward: two intermediates and a result, all through Tensor.zeros. */
+function forward(fill: number) {
+  const h = Tensor.zeros([2, 3]), g = Tensor.zeros([3]), y = Tensor.zeros([2, 3]);
+  h.data.fill(fill); g.data.fill(fill);
+  y.data.fill(fill + 0.5);
+  return { h: h.data, g: g.data, y };
+}
+
+test("a workspace reuses a run's arrays in the next run, zero-filled, but never the result", () => {
+  const ws = new Workspace();
+  const a = ws.run(() => forward(1), (r) => r.y.data);
+  let seen: Float32Array[] = [];
+  const b = ws.run(() => {
+    const h = Tensor.zeros([2, 3]).data, g = Tensor.zeros([3]).data, y = Tensor.zeros([2, 3]).data;
+    seen = [h, g, y];
+    assert.deepEqual([...h, ...g], new Array(9).fill(0), "reused arrays start as zeros");
+    return { y };
+  }, (r) => r.y);
+  assert.ok(seen[0] === a.h && seen[1] === a.g, "the intermediates are the previous run's arrays");
+  assert.ok(seen[2] !== a.y.data, "the kept result is not handed out again");
+  assert.deepEqual([...a.y.data], new Array(6).fill(1.5), "the earlier result is intact");
+  assert.ok(b.y === seen[2]);
+});
+
+test("outside a run, and after a run that threw, Tensor.zeros gives fresh arrays", () => {
+  const ws = new Workspace();
+  const a = ws.run(() => forward(1), (r) => r.y.data);
+  assert.notEqual(Tensor.zeros([2, 3]).data, a.h);
+  assert.throws(() => ws.run(() => { Tensor.zeros([3]); throw new Error("boom"); }, () => new Float32Array(0)), /boom/);
+  assert.notEqual(Tensor.zeros([3]).data, a.g);
+  const c = ws.run(() => forward(2), (r) => r.y.data);
+  assert.deepEqual([...c.y.data], new Array(6).fill(2.5));
+});
+
+test("after release, the next run starts with new arrays", () => {
+  const ws = new Workspace();
+  const a = ws.run(() => forward(1), (r) => r.y.data);
+  ws.release();
+  const b = ws.run(() => forward(2), (r) => r.y.data);
+  assert.ok(b.h !== a.h && b.g !== a.g);
+});
+
+test("another shape in the next run gets new arrays of its own length", () => {
+  const ws = new Workspace();
+  ws.run(() => forward(1), (r) => r.y.data);
+  const z = ws.run(() => Tensor.zeros([4, 5]), (r) => r.data);
+  assert.equal(z.data.length, 20);
+});
