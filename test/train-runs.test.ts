@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fromScratch } from "../src/recipes/fromScratch.js";
 import { tokenizerFromMetadata } from "../src/io/tokenizer/index.js";
 import { readGGUF } from "../src/io/gguf/reader.js";
-import { events, losses, runDir } from "./helpers/runs.js";
+import { events, losses, runDir, trainRun } from "./helpers/runs.js";
 import { toy, toyBin } from "./helpers/cli.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "toy-train-runs-"));
@@ -25,11 +25,7 @@ writeFileSync(data, Array.from({ length: 200 }, (_, i) => `The cat ${i % 7} sat 
 const ARGS = ["--config", "nano", "--data", data, "--batch", "2", "--seq", "16", "--steps", "8", "--save-every", "2", "--eval-every", "4", "--seed", "3", "--json"];
 
 
-function train(out: string, env: Record<string, string> = {}): string {
-  const r = toy(["train", "from-scratch", ...ARGS, "--out", out], { env });
-  assert.equal(r.status, 0, r.stderr);
-  return runDir(out);
-}
+const train = (out: string, env: Record<string, string> = {}): string => trainRun(["from-scratch", ...ARGS], out, env);
 
 const reference = train(join(tmp, "ref"));
 

@@ -22,7 +22,7 @@ import { parametersFromFile } from "../src/engines/trainParams.js";
 import { encodeIdx, ImageBatches, loadMnistDir } from "../src/io/images/index.js";
 import { readVitCard, renderVitCard } from "../src/card/vit.js";
 import { gradChecker } from "./helpers/gradCheck.js";
-import { events, losses, runDir } from "./helpers/runs.js";
+import { events, losses, runDir, trainRun } from "./helpers/runs.js";
 import { toy } from "./helpers/cli.js";
 import { encode as encodePng } from "fast-png";
 import { sharedData } from "./helpers/fixtures.js";
@@ -174,11 +174,7 @@ const syntheticDir = join(tmp, "synthetic");
 
 const VIT_ARGS = ["--data", syntheticDir, "--config", "nano", "--steps", "150", "--batch", "16", "--lr", "5e-3", "--warmup", "10", "--eval-every", "75", "--save-every", "50", "--seed", "1", "--json"];
 
-function trainVit(out: string, env: Record<string, string> = {}): string {
-  const r = toy(["train", "vit", ...VIT_ARGS, "--out", out], { env });
-  assert.equal(r.status, 0, r.stderr);
-  return runDir(out);
-}
+const trainVit = (out: string, env: Record<string, string> = {}): string => trainRun(["vit", ...VIT_ARGS], out, env);
 
 const reference = trainVit(join(tmp, "ref"));
 
