@@ -47,14 +47,8 @@ static void scores(const toy_attn_shape_t *s, const float *q, const float *k, in
 #pragma GCC target("avx2,fma")
 #include "vmath_avx2.h"
 static int64_t exp_sum_avx2(float *x, int64_t n, float max, double *sum) {
-  __m256 acc = _mm256_setzero_ps();
-  const __m256 mv = _mm256_set1_ps(max);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
-    _mm256_storeu_ps(x + i, e);
-    acc = _mm256_add_ps(acc, e);
-  }
+  int64_t i;
+  const __m256 acc = vexp_shifted_sum(x, x, n, max, &i);
   float lanes[8];
   _mm256_storeu_ps(lanes, acc);
   for (int l = 0; l < 8; l++) *sum += lanes[l];

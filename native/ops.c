@@ -14,26 +14,8 @@ typedef struct {
   float *out;
 } att_t;
 
-#define IMPL_AVX2 0
-#define NAME(f) f##_generic
-#include "ops_impl.h"
-#undef IMPL_AVX2
-#undef NAME
-
-#if HAVE_X86
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#include "hsum_avx2.h"
-#define IMPL_AVX2 1
-#define NAME(f) f##_avx2
-#include "ops_impl.h"
-#undef IMPL_AVX2
-#undef NAME
-#pragma GCC pop_options
-#define PICK(f) (toy_has_avx2 ? f##_avx2 : f##_generic)
-#else
-#define PICK(f) f##_generic
-#endif
+#define IMPL_HEADER "ops_impl.h"
+#include "isa_variants.h"
 
 // Elementwise ops split into fixed chunks when large (each element is computed once either way).
 #define CHUNK 16384

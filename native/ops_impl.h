@@ -58,14 +58,7 @@ static void NAME(softmax_row)(float *x, int64_t n) {
   int64_t i = 0;
   float sum = 0.0f;
 #if IMPL_AVX2
-  __m256 acc = _mm256_setzero_ps();
-  const __m256 mv = _mm256_set1_ps(max);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
-    _mm256_storeu_ps(x + i, e);
-    acc = _mm256_add_ps(acc, e);
-  }
-  sum = hsum_f32_avx2(acc);
+  sum = hsum_f32_avx2(vexp_shifted_sum(x, x, n, max, &i));
 #endif
   for (; i < n; i++) { x[i] = expf(x[i] - max); sum += x[i]; }
   const float inv = 1.0f / sum;

@@ -35,27 +35,8 @@ static inline void act_and_grad(int act, float x, float *a, float *da) {
   }
 }
 
-#define IMPL_AVX2 0
-#define NAME(f) f##_generic
-#include "train_ops_impl.h"
-#undef IMPL_AVX2
-#undef NAME
-
-#if HAVE_X86
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#include "hsum_avx2.h"
-#include "vmath_avx2.h"
-#define IMPL_AVX2 1
-#define NAME(f) f##_avx2
-#include "train_ops_impl.h"
-#undef IMPL_AVX2
-#undef NAME
-#pragma GCC pop_options
-#define PICK(f) (toy_has_avx2 ? f##_avx2 : f##_generic)
-#else
-#define PICK(f) f##_generic
-#endif
+#define IMPL_HEADER "train_ops_impl.h"
+#include "isa_variants.h"
 
 /** Runs fn on every chunk: on the pool when there is enough work, else here (same results). */
 static void run_chunks(toy_chunk_fn fn, void *ctx, int64_t nchunks, int64_t work) {

@@ -98,10 +98,7 @@ static double NAME(cross_entropy)(const float *z, const int32_t *target, int64_t
     int64_t i = 0;
     double sum = 0;
 #if IMPL_AVX2
-    __m256 acc = _mm256_setzero_ps();
-    const __m256 mv = _mm256_set1_ps(max);
-    for (; i + 8 <= V; i += 8) acc = _mm256_add_ps(acc, vexp(_mm256_sub_ps(_mm256_loadu_ps(Z + i), mv)));
-    sum = hsum_f32_avx2(acc);
+    sum = hsum_f32_avx2(vexp_shifted_sum(Z, NULL, V, max, &i));
 #endif
     for (; i < V; i++) sum += expf(Z[i] - max);
     lse[t] = max + log(sum);

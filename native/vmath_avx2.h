@@ -40,4 +40,19 @@ static inline __m256 vtanh(__m256 y) {
   return _mm256_or_ps(_mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e)), _mm256_and_ps(sgn, y));
 }
 
+// e^(x[i] − max) for the first multiple of 8 of n values, 8 at a time, written to out unless it
+// is NULL (softmax keeps them, cross-entropy only sums); returns the 8 lane sums, *done the count.
+static inline __m256 vexp_shifted_sum(const float *x, float *out, int64_t n, float max, int64_t *done) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m256 mv = _mm256_set1_ps(max);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+    if (out) _mm256_storeu_ps(out + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  *done = i;
+  return acc;
+}
+
 #endif
