@@ -9,7 +9,7 @@ import { readGGUF } from "../src/io/gguf/reader.js";
 import { GGMLType, typeName } from "../src/io/gguf/types.js";
 import { weightFromInfo, type Weight } from "../src/tensor/weight.js";
 import {
-  bf16ToF32, dequantize, dequantizeRow, dequantizer, f16ToF32, f32Bits, f32FromBits, f32ToBF16, f32ToF16,
+  bf16ToF32, blockSize, dequantize, dequantizeRow, dequantizer, f16ToF32, f32Bits, f32FromBits, f32ToBF16, f32ToF16,
   quantize, quantizeRow, rowBytes, writeF16,
 } from "../src/quant/index.js";
 import { fixtures } from "./helpers/fixtures.js";
@@ -58,19 +58,28 @@ function roundTrip(type: number, x: Float32Array, rows: number, cols: number): {
  * errs by Δ/√12 RMS; with 32-value blocks the extreme is ≈ 2.3σ, so e.g. Q8_0 (Δ = amax/127)
  * expects ≈ 0.005, Q4_0 (Δ = amax/8) ≈ 0.085, Q5_0 ≈ 0.043; the K-quants' fitted scales give
  * ≈ 0.30 (Q2_K), 0.15 (Q3_K), 0.072 (Q4_K), 0.036 (Q5_K), 0.018 (Q6_K). F16 keeps 11 significant
- * bits (≈ 2^-11/√3 relative), BF16 8 (≈ 2^-8/√3). Each bound leaves ~20–40% of headroom over
+ * bits (≈ 2^-11/√3 relative), BF16 8 (≈ 2^-8/√3). IQ4_NL and IQ4_XS (16 non-linear levels,
+ * scale fitted per 32 values) measure ≈ 0.076 on the llama-q weights, a little better than Q4_0's
+ * evenly spaced 16 levels; IQ4_XS's 6-bit sub-scales cost it little. Each bound leaves ~20–40% of headroom over
  * what both toy and llama.cpp measure on random and real weights.
  */
 const BOUNDS: Record<string, number> = {
   F32: 0, F16: 5e-4, BF16: 4e-3, Q8_0: 0.01, Q8_1: 0.01,
   Q4_0: 0.12, Q4_1: 0.11, Q5_0: 0.06, Q5_1: 0.055,
   Q2_K: 0.35, Q3_K: 0.2, Q4_K: 0.1, Q5_K: 0.05, Q6_K: 0.025,
+  IQ4_NL: 0.1, IQ4_XS: 0.1,
 };
 
 const ALL_TYPES = [
   GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q8_1, GGMLType.Q4_0, GGMLType.Q4_1,
   GGMLType.Q5_0, GGMLType.Q5_1, GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K,
+  GGMLType.IQ4_NL, GGMLType.IQ4_XS,
 ];
+
+/** Types whose quantizer searches for a scale (so requantizing may pick another one). */
+const FITS_SCALES = new Set<number>([
+  GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K, GGMLType.IQ4_NL, GGMLType.IQ4_XS,
+]);
 
 // ---------------------------------------------------------------------------------------------
 // half floats
@@ -159,10 +168,11 @@ for (const type of ALL_TYPES) {
     assert.ok(err <= BOUNDS[name], `${name}: relative RMS error ${err.toFixed(5)} > ${BOUNDS[name]}`);
     if (name !== "F32") assert.ok(err > 0, `${name}: a lossy type should lose something`);
     // quantizing again what was dequantized: the block types are projections (the same values
-    // and bytes come back); the K-quants refit their scales, so they may move, but only a little
+    // and bytes come back); the K-quants and IQ4 types refit their scales, so they may move, but
+    // only a little
     const again = roundTrip(type, y, rows, cols);
     const drift = relRms(again.y, y);
-    if (type >= GGMLType.Q2_K && type <= GGMLType.Q6_K) {
+    if (FITS_SCALES.has(type)) {
       assert.ok(drift <= BOUNDS[name] / 2, `${name}: requantizing drifts by ${drift}`);
     } else {
       assert.equal(drift, 0, `${name}: requantizing changes the values (${drift})`);
@@ -257,11 +267,46 @@ test("layouts: hand-built blocks decode as ggml defines them", () => {
   assert.equal(y6[1], 0.25 * 2 * -32);
 });
 
+test("layouts: IQ4_NL and IQ4_XS index the kvalues_iq4nl codebook", () => {
+  const K = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+  // IQ4_NL: d = 0.5; byte j = code of value j (low nibble) | code of value j + 16 (high)
+  const nl = new Uint8Array(18);
+  writeF16(nl, 0, 0.5);
+  for (let j = 0; j < 16; j++) nl[2 + j] = j | ((15 - j) << 4);
+  const y = new Float32Array(32);
+  dequantizeRow(GGMLType.IQ4_NL, nl, 0, 32, y);
+  for (let j = 0; j < 16; j++) {
+    assert.equal(y[j], 0.5 * K[j]);
+    assert.equal(y[j + 16], 0.5 * K[15 - j]);
+  }
+  // IQ4_XS: d · (ls − 32) per 32 values; ls low 4 bits in scales_l (two per byte), high 2 bits
+  // in scales_h at bits 2·ib
+  const xs = new Uint8Array(136);
+  writeF16(xs, 0, 0.25);
+  const ls = [0, 1, 31, 32, 33, 47, 48, 63];
+  let h = 0;
+  for (let ib = 0; ib < 8; ib++) {
+    xs[4 + (ib >> 1)] |= (ls[ib] & 15) << (4 * (ib & 1));
+    h |= (ls[ib] >> 4) << (2 * ib);
+  }
+  xs[2] = h & 0xff;
+  xs[3] = h >> 8;
+  for (let ib = 0; ib < 8; ib++) xs[8 + 16 * ib] = 0x3f & 0xff; // value 0 → code 15, value 16 → code 3
+  const y8 = new Float32Array(256);
+  dequantizeRow(GGMLType.IQ4_XS, xs, 0, 256, y8);
+  for (let ib = 0; ib < 8; ib++) {
+    assert.equal(y8[32 * ib], 0.25 * (ls[ib] - 32) * K[15], `sub-block ${ib}, value 0`);
+    assert.equal(y8[32 * ib + 16], 0.25 * (ls[ib] - 32) * K[3], `sub-block ${ib}, value 16`);
+    assert.equal(y8[32 * ib + 1], 0.25 * (ls[ib] - 32) * K[0], `sub-block ${ib}, value 1`);
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // conformance with llama.cpp's quantized files
 
 const fx = fixtures();
-const FILE_TYPES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"];
+const FILE_TYPES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K",
+  "IQ4_NL", "IQ4_XS"];
 
 test("conformance: llama.cpp's files dequantize within bounds and toy's quantizer writes the same bytes",
   { skip: fx.skip }, () => {
@@ -309,8 +354,9 @@ test("speed: dequantizing a 576 × 1536 matrix takes a few ms", () => {
   const rows = 1536, cols = 576;
   const x = normal(rows * cols, 99, 0.02);
   const report: string[] = [];
-  for (const type of [GGMLType.Q4_1, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.F16, GGMLType.Q6_K, GGMLType.Q4_K]) {
-    const c = type >= GGMLType.Q2_K && type <= GGMLType.Q6_K ? 512 : cols; // K-quants need 256-multiples
+  for (const type of [GGMLType.Q4_1, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.F16, GGMLType.Q6_K, GGMLType.Q4_K,
+    GGMLType.IQ4_NL, GGMLType.IQ4_XS]) {
+    const c = blockSize(type) === 256 ? 512 : cols; // K-quants and IQ4_XS need 256-multiples
     const r = (rows * cols) / c;
     const bytes = quantize(type, x, r, c);
     const stride = rowBytes(type, c);

@@ -13,6 +13,7 @@ import {
   dequantizeQ2_K, dequantizeQ3_K, dequantizeQ4_K, dequantizeQ5_K, dequantizeQ6_K, dequantizeQ8_K,
   quantizeQ2_K, quantizeQ3_K, quantizeQ4_K, quantizeQ5_K, quantizeQ6_K,
 } from "./kquants.js";
+import { dequantizeIQ4_NL, dequantizeIQ4_XS, quantizeIQ4_NL, quantizeIQ4_XS } from "./iq4.js";
 
 export * from "./fp16.js";
 
@@ -37,6 +38,8 @@ const DEQUANTIZERS = new Map<number, RowDequantizer>([
   [GGMLType.Q5_K, dequantizeQ5_K],
   [GGMLType.Q6_K, dequantizeQ6_K],
   [GGMLType.Q8_K, dequantizeQ8_K],
+  [GGMLType.IQ4_NL, dequantizeIQ4_NL],
+  [GGMLType.IQ4_XS, dequantizeIQ4_XS],
 ]);
 
 const QUANTIZERS = new Map<number, RowQuantizer>([
@@ -54,6 +57,8 @@ const QUANTIZERS = new Map<number, RowQuantizer>([
   [GGMLType.Q4_K, quantizeQ4_K],
   [GGMLType.Q5_K, quantizeQ5_K],
   [GGMLType.Q6_K, quantizeQ6_K],
+  [GGMLType.IQ4_NL, quantizeIQ4_NL],
+  [GGMLType.IQ4_XS, quantizeIQ4_XS],
 ]);
 
 /** The storage types this module can decode. */

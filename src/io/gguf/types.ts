@@ -16,6 +16,8 @@ export enum GGMLType {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   BF16 = 30,
 }
 
@@ -44,6 +46,8 @@ export const TYPE_TRAITS: ReadonlyMap<number, TypeTraits> = new Map<number, Type
   [GGMLType.Q5_K, { name: "Q5_K", blockSize: QK_K, typeSize: 2 + 2 + 12 + 32 + 128 }],
   [GGMLType.Q6_K, { name: "Q6_K", blockSize: QK_K, typeSize: 128 + 64 + 16 + 2 }],
   [GGMLType.Q8_K, { name: "Q8_K", blockSize: QK_K, typeSize: 4 + 256 + 32 }],
+  [GGMLType.IQ4_NL, { name: "IQ4_NL", blockSize: 32, typeSize: 2 + 16 }],
+  [GGMLType.IQ4_XS, { name: "IQ4_XS", blockSize: QK_K, typeSize: 2 + 2 + 4 + 128 }],
 ]);
 
 export function typeName(type: number): string {
@@ -66,5 +70,5 @@ export function byteSize(type: number, count: number): number {
 export const FILE_TYPE_NAMES: Record<number, string> = {
   0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
   10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
-  16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 32: "BF16",
+  16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 25: "IQ4_NL", 30: "IQ4_XS", 32: "BF16",
 };
