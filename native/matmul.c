@@ -38,6 +38,7 @@ static void init_f16_table(void) {
 #define IMPL_VNNI 0
 #define NAME(f) f##_generic
 #include "matmul_impl.h"
+#include "vecdot_iq4.h"
 #undef IMPL_AVX2
 #undef NAME
 
@@ -50,6 +51,7 @@ static void init_f16_table(void) {
 #define IMPL_AVX2 1
 #define NAME(f) f##_avx2
 #include "matmul_impl.h"
+#include "vecdot_iq4.h"
 #undef IMPL_AVX2
 #undef NAME
 #pragma GCC pop_options
@@ -62,6 +64,7 @@ static void init_f16_table(void) {
 #undef IMPL_VNNI
 #define IMPL_VNNI 1
 #include "matmul_impl.h"
+#include "vecdot_iq4.h"
 #undef IMPL_AVX2
 #undef NAME
 #pragma GCC pop_options
@@ -73,6 +76,7 @@ static int xscheme_of(int type) {
   switch (type) {
     case T_Q4_1: case T_Q5_1: return XQ_Q8_1;
     case T_Q2_K: case T_Q3_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: return XQ_Q8K;
+    case T_IQ4_XS: return XQ_Q8K; // IQ4_NL: Q8_0
     default: return XQ_Q8_0;
   }
 }
@@ -120,6 +124,18 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
     m.xq = pool_scratch(0, 3, m.xstride * T);
     if (T * cols < 16384) for (int64_t t = 0; t < T; t++) quantize(&m, t, 0);
     else pool_for(quantize, &m, T);
+  }
+  // IQ4_NL / IQ4_XS: their own kernels for every T (vecdot_iq4.h)
+  if (type == T_IQ4_NL || type == T_IQ4_XS) {
+#if HAVE_X86
+    const toy_chunk_fn iq4 = toy_has_vnni ? iq4_chunk_vnni : avx2 ? iq4_chunk_avx2 : iq4_chunk_generic;
+#else
+    const toy_chunk_fn iq4 = iq4_chunk_generic;
+#endif
+    const int64_t nchunks = (rows + IQ4_ROWS - 1) / IQ4_ROWS;
+    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) iq4(&m, b, 0);
+    else pool_for_runs(iq4, &m, nchunks);
+    return;
   }
 #if HAVE_X86
   // Matrix–vector work (decode) takes the fused dot products: weight blocks read in place.

@@ -19,6 +19,8 @@ size_t row_bytes(int type, int64_t cols) {
     case T_Q4_K: bs = 256; ts = sizeof(bq4_K); break;
     case T_Q5_K: bs = 256; ts = sizeof(bq5_K); break;
     case T_Q6_K: bs = 256; ts = sizeof(bq6_K); break;
+    case T_IQ4_NL: bs = 32; ts = 18; break;  // d, qs[16]
+    case T_IQ4_XS: bs = 256; ts = 136; break; // d, scales_h, scales_l[4], qs[128]
     default: return 0;
   }
   if (cols <= 0 || cols % bs) return 0;
@@ -39,8 +41,33 @@ void q3k_scales(const uint8_t *in, int8_t *scales) {
   memcpy(scales, aux, 16); // 6-bit values, still offset by 32
 }
 
+static const int8_t kvalues_iq4nl[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+
 void dequantize_row(int type, const void *row, float *y, int64_t k) {
   switch (type) {
+    case T_IQ4_NL: {
+      const uint8_t *x = row;
+      for (int64_t i = 0; i < k / 32; i++, x += 18, y += 32) {
+        uint16_t h; memcpy(&h, x, 2);
+        const float d = f16_to_f32(h);
+        for (int j = 0; j < 16; j++) { y[j] = d * kvalues_iq4nl[x[2 + j] & 0xf]; y[j + 16] = d * kvalues_iq4nl[x[2 + j] >> 4]; }
+      }
+      return;
+    }
+    case T_IQ4_XS: {
+      const uint8_t *x = row;
+      for (int64_t i = 0; i < k / 256; i++, x += 136) {
+        uint16_t h, sh; memcpy(&h, x, 2); memcpy(&sh, x + 2, 2);
+        const float d = f16_to_f32(h);
+        for (int ib = 0; ib < 8; ib++, y += 32) {
+          const int ls = ((x[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | (((sh >> 2 * ib) & 3) << 4);
+          const float dl = d * (ls - 32);
+          const uint8_t *qs = x + 8 + 16 * ib;
+          for (int j = 0; j < 16; j++) { y[j] = dl * kvalues_iq4nl[qs[j] & 0xf]; y[j + 16] = dl * kvalues_iq4nl[qs[j] >> 4]; }
+        }
+      }
+      return;
+    }
     case T_F32: memcpy(y, row, k * 4); return;
     case T_F16: { const uint16_t *h = row; for (int64_t i = 0; i < k; i++) y[i] = f16_to_f32(h[i]); return; }
     case T_BF16: { const uint16_t *h = row; for (int64_t i = 0; i < k; i++) y[i] = bf16_to_f32(h[i]); return; }

@@ -20,6 +20,7 @@ const MODELS = [
   "stories260K", "llama-tiny", "llama3-tiny",
   "llama-q-src", "llama-q-F16", "llama-q-BF16", "llama-q-Q8_0", "llama-q-Q4_0", "llama-q-Q4_1", "llama-q-Q5_0",
   "llama-q-Q5_1", "llama-q-Q2_K", "llama-q-Q3_K_M", "llama-q-Q4_K_M", "llama-q-Q5_K_M", "llama-q-Q6_K",
+  "llama-q-IQ4_NL", "llama-q-IQ4_XS",
   "gpt2-tiny", "qwen2-tiny", "qwen3-tiny", "gemma2-tiny", "olmoe-tiny",
 ];
 const devices: Device[] = ["ts", ...("error" in cpuBackend() ? [] : (["cpu"] as Device[]))];

@@ -57,12 +57,12 @@ function toHalf(v: number): number {
 /**
  * x rounded as the addon rounds it for this weight type (llama.cpp's vec_dot_type):
  * Q8_0/Q8_1 — per 32 values, codes round(x · 127/amax), scale amax/127 stored as a half;
- * Q8_K (K-quants) — per 256 values, codes round(x · −127/max) (max: the largest |x| with its
+ * Q8_K (K-quants, IQ4_XS) — per 256 values, codes round(x · −127/max) (max: the largest |x| with its
  * sign), capped at 127, scale the float 1/(−127/max).
  */
 function quantizeActivations(x: Float32Array, T: number, cols: number, type: number): Float64Array {
   const f = Math.fround, out = new Float64Array(T * cols);
-  const kquant = [GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K].includes(type);
+  const kquant = [GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K, GGMLType.IQ4_XS].includes(type);
   const B = kquant ? 256 : 32;
   for (let b = 0; b < (T * cols) / B; b++) {
     let amax = 0, max = 0;
@@ -189,7 +189,7 @@ const vnniSkip = skip || (cpu.info.simd !== "avx512vnni" && "this CPU has no AVX
 if (vnniSkip && !skip) console.warn(`# SKIP VNNI-vs-AVX2 bit comparison: ${vnniSkip}`);
 test("AVX-512 VNNI kernels give exactly the AVX2 kernels' results, for 1 and 2 threads", { skip: vnniSkip }, () => {
   const helper = fileURLToPath(new URL("./helpers/matmul-outputs.js", import.meta.url));
-  const r = spawnSync(process.execPath, [helper], { encoding: "utf8", env: { ...process.env, TOY_SIMD: "avx2" }, timeout: 120_000 });
+  const r = spawnSync(process.execPath, [helper], { encoding: "utf8", env: { ...process.env, TOY_SIMD: "avx2" }, timeout: 120_000, maxBuffer: 64 << 20 });
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { simd: string; threads: number; outputs: string[] });
   const mine = matmulOutputs(cpu).map((o) => Buffer.from(o.buffer, o.byteOffset, o.byteLength).toString("base64"));

@@ -26,7 +26,7 @@ export interface SelfTestResult {
 
 export const MATMUL_TYPES: readonly number[] = [
   GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1,
-  GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K,
+  GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K, GGMLType.IQ4_NL, GGMLType.IQ4_XS,
 ];
 
 export const isFloatType = (t: number) => t === GGMLType.F32 || t === GGMLType.F16 || t === GGMLType.BF16;

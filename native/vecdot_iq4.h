@@ -1,0 +1,344 @@
+// IQ4_NL and IQ4_XS matmul: weight blocks read in place, for every T. Compiled three times by
+// matmul.c, next to matmul_impl.h: portable C (IMPL_AVX2 0), AVX2 (1), AVX-512 VNNI (IMPL_VNNI 1);
+// NAME(f) gives each copy its own symbol. All three give the same bits.
+//
+// Block layouts (ggml-common.h): iq4_nl {d; qs[16]}, 32 values; iq4_xs {d; scales_h (u16);
+// scales_l[4]; qs[128]}, 256 values in 8 sub-blocks of 32 with 6-bit scales ls (x = d·(ls−32)·K[q]).
+// A 4-bit code q indexes the codebook K = kvalues_iq4nl; in a 32-value (sub-)block, byte j holds
+// value j (low nibble) and value j + 16 (high nibble). Decoding is a 16-byte table lookup
+// (pshufb with K as the table), as llama.cpp does.
+//
+// The activations are quantized as llama.cpp does for these types (quantize_x: Q8_0 for IQ4_NL,
+// Q8_K for IQ4_XS), and each output is accumulated in the order of the llama.cpp kernel that
+// computes it (2026-10 source, x86 with AVX2, no weight repacking), so the float results match:
+//   IQ4_NL, one activation row (decode): ggml_vec_dot_iq4_nl_q8_0 — 8 float lanes (lane l: values
+//     4l..4l+3 of a block), even blocks into one accumulator and odd blocks into another,
+//     acc = fma(dx·d, Σ lane, acc); then hsum(acc1 + acc2); an odd last block is added by a
+//     scalar fma at the end;
+//   IQ4_NL, two or more rows (prompt, batches): llamafile's tinyBLAS_Q0_AVX (llamafile_sgemm
+//     takes any n ≥ 2) — one 8-lane accumulator over all blocks, acc = fma(d·dx, Σ lane, acc),
+//     then hsum;
+//   IQ4_XS, any T: ggml_vec_dot_iq4_xs_q8_K — per super-block, integer lane sums Σ_ib (ls−32)·lane
+//     (exact), then acc = fma(d·dx, float(sum), acc) over super-blocks, then hsum.
+// Integer sums are exact whatever their grouping, so only these float steps have to be kept.
+// The refs/llamacpp logits of llama-q-IQ4_NL/_XS follow them to ~1e-5 where no 8-bit activation
+// code flips (see test/helpers/tolerances.ts).
+
+#ifndef TOY_IQ4_COMMON
+#define TOY_IQ4_COMMON
+static const int8_t iq4_kvalues[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+#define IQ4_NL_BYTES 18
+#define IQ4_XS_BYTES 136
+#define IQ4_ROWS 16 // weight rows per chunk
+/** ggml's hsum_float_8, in scalar form: (l0+l4, l1+l5, l2+l6, l3+l7), then pairs, then the two. */
+static inline float iq4_hsum8(const float *a) {
+  const float s0 = a[4] + a[0], s1 = a[5] + a[1], s2 = a[6] + a[2], s3 = a[7] + a[3];
+  return (s0 + s2) + (s1 + s3);
+}
+/** The 6-bit scale of sub-block ib of an IQ4_XS super-block, minus 32. */
+static inline int iq4_xs_scale(const uint8_t *blk, int ib) {
+  const int h = blk[2] | (blk[3] << 8);
+  return (((blk[4 + ib / 2] >> (4 * (ib & 1))) & 15) | (((h >> (2 * ib)) & 3) << 4)) - 32;
+}
+static inline uint16_t iq4_u16(const uint8_t *p) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return h;
+}
+static inline float iq4_h2f(const uint8_t *p) { return f16_to_f32(iq4_u16(p)); }
+#endif
+
+// ---------------------------------------------------------------- portable
+
+#if !IMPL_AVX2
+/** The 8 integer lane sums of one 32-value block: lane l = Σ_{j=4l..4l+3} K[q_j]·x_j. */
+static inline void iq4_lanes(const uint8_t *qs, const int8_t *x, int32_t *lane) {
+  for (int l = 0; l < 8; l++) lane[l] = 0;
+  for (int j = 0; j < 16; j++) {
+    lane[j >> 2] += iq4_kvalues[qs[j] & 15] * x[j];
+    lane[(j + 16) >> 2] += iq4_kvalues[qs[j] >> 4] * x[j + 16];
+  }
+}
+
+static float NAME(iq4_nl_vec)(const uint8_t *w, const xrow_t *x, int64_t nb) {
+  float a1[8] = { 0 }, a2[8] = { 0 }, s[8];
+  int32_t lane[8];
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    iq4_lanes(w + IQ4_NL_BYTES * b + 2, x->q + 32 * b, lane);
+    const float d1 = x->dx[b] * iq4_h2f(w + IQ4_NL_BYTES * b);
+    for (int l = 0; l < 8; l++) a1[l] = fmaf(d1, (float)lane[l], a1[l]);
+    iq4_lanes(w + IQ4_NL_BYTES * (b + 1) + 2, x->q + 32 * (b + 1), lane);
+    const float d2 = x->dx[b + 1] * iq4_h2f(w + IQ4_NL_BYTES * (b + 1));
+    for (int l = 0; l < 8; l++) a2[l] = fmaf(d2, (float)lane[l], a2[l]);
+  }
+  for (int l = 0; l < 8; l++) s[l] = a1[l] + a2[l];
+  float sum = iq4_hsum8(s);
+  if (b < nb) {
+    iq4_lanes(w + IQ4_NL_BYTES * b + 2, x->q + 32 * b, lane);
+    int32_t isum = 0;
+    for (int l = 0; l < 8; l++) isum += lane[l];
+    sum = fmaf(x->dx[b] * iq4_h2f(w + IQ4_NL_BYTES * b), (float)isum, sum);
+  }
+  return sum;
+}
+
+static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nb, float *res) {
+  for (int r = 0; r < NR; r++) {
+    float acc[8] = { 0 };
+    int32_t lane[8];
+    for (int64_t b = 0; b < nb; b++) {
+      iq4_lanes(w + IQ4_NL_BYTES * b + 2, xr[r].q + 32 * b, lane);
+      const float d = iq4_h2f(w + IQ4_NL_BYTES * b) * xr[r].dx[b];
+      for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
+    }
+    res[r] = iq4_hsum8(acc);
+  }
+}
+
+static void NAME(iq4_xs)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb, float *res) {
+  for (int r = 0; r < NR; r++) {
+    float acc[8] = { 0 };
+    int32_t lane[8];
+    for (int64_t b = 0; b < nsb; b++) {
+      const uint8_t *blk = w + IQ4_XS_BYTES * b;
+      int32_t S[8] = { 0 };
+      for (int ib = 0; ib < 8; ib++) {
+        iq4_lanes(blk + 8 + 16 * ib, xr[r].q + 256 * b + 32 * ib, lane);
+        const int ls = iq4_xs_scale(blk, ib);
+        for (int l = 0; l < 8; l++) S[l] += ls * lane[l];
+      }
+      const float d = iq4_h2f(blk) * xr[r].dx[8 * b];
+      for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)S[l], acc[l]);
+    }
+    res[r] = iq4_hsum8(acc);
+  }
+}
+#endif
+
+// ---------------------------------------------------------------- AVX2
+
+#if IMPL_AVX2 && !IMPL_VNNI
+/** One 32-value block's codes → its 32 int8 weights in value order (table: K in a register). */
+static inline __m256i iq4_values(const uint8_t *qs, __m128i table) {
+  const __m128i b = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(b, 4), m4)), _mm_shuffle_epi8(table, _mm_and_si128(b, m4)));
+}
+/** Pair sums of w·x (int16; |w|, |x| ≤ 127 so no saturation), as llama.cpp's mul_add_epi8. */
+static inline __m256i iq4_pairs(__m256i w, __m256i x) {
+  return _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+}
+#define IQ4_XQ(xr, u) _mm256_loadu_si256((const __m256i *)((xr)->q + 32 * (u)))
+
+static float NAME(iq4_nl_vec)(const uint8_t *w, const xrow_t *x, int64_t nb) {
+  const __m128i table = _mm_loadu_si128((const __m128i *)iq4_kvalues);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    const uint8_t *w1 = w + IQ4_NL_BYTES * b, *w2 = w1 + IQ4_NL_BYTES;
+    const __m256i p1 = _mm256_madd_epi16(iq4_pairs(iq4_values(w1 + 2, table), IQ4_XQ(x, b)), ones);
+    const __m256i p2 = _mm256_madd_epi16(iq4_pairs(iq4_values(w2 + 2, table), IQ4_XQ(x, b + 1)), ones);
+    a1 = _mm256_fmadd_ps(_mm256_set1_ps(x->dx[b] * _cvtsh_ss(iq4_u16(w1))), _mm256_cvtepi32_ps(p1), a1);
+    a2 = _mm256_fmadd_ps(_mm256_set1_ps(x->dx[b + 1] * _cvtsh_ss(iq4_u16(w2))), _mm256_cvtepi32_ps(p2), a2);
+  }
+  float sum = hsum_f32_avx2(_mm256_add_ps(a1, a2));
+  if (b < nb) {
+    const uint8_t *w1 = w + IQ4_NL_BYTES * b;
+    const int32_t isum = hsum_i32_avx2(_mm256_madd_epi16(iq4_pairs(iq4_values(w1 + 2, table), IQ4_XQ(x, b)), ones));
+    sum = fmaf(x->dx[b] * _cvtsh_ss(iq4_u16(w1)), (float)isum, sum);
+  }
+  return sum;
+}
+
+static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nb, float *res) {
+  const __m128i table = _mm_loadu_si128((const __m128i *)iq4_kvalues);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + IQ4_NL_BYTES * b;
+    const __m256i q = iq4_values(blk + 2, table), qa = _mm256_sign_epi8(q, q);
+    const float d = _cvtsh_ss(iq4_u16(blk));
+#define ROW(acc, r) acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[r].dx[b]), \
+      _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(qa, _mm256_sign_epi8(IQ4_XQ(&xr[r], b), q)), ones)), acc)
+    ROW(a0, 0);
+    if (NR > 1) ROW(a1, 1);
+    if (NR > 2) ROW(a2, 2);
+    if (NR > 3) ROW(a3, 3);
+#undef ROW
+  }
+  res[0] = hsum_f32_avx2(a0);
+  if (NR > 1) res[1] = hsum_f32_avx2(a1);
+  if (NR > 2) res[2] = hsum_f32_avx2(a2);
+  if (NR > 3) res[3] = hsum_f32_avx2(a3);
+}
+
+static void NAME(iq4_xs)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb, float *res) {
+  const __m128i table = _mm_loadu_si128((const __m128i *)iq4_kvalues);
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t b = 0; b < nsb; b++) {
+    const uint8_t *blk = w + IQ4_XS_BYTES * b;
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    for (int ib = 0; ib < 8; ib++) {
+      const __m256i q = iq4_values(blk + 8 + 16 * ib, table), qa = _mm256_sign_epi8(q, q);
+      const __m256i ls = _mm256_set1_epi16((short)iq4_xs_scale(blk, ib));
+#define ROW(s, r) s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(qa, _mm256_sign_epi8(IQ4_XQ(&xr[r], 8 * b + ib), q)), ls))
+      ROW(s0, 0);
+      if (NR > 1) ROW(s1, 1);
+      if (NR > 2) ROW(s2, 2);
+      if (NR > 3) ROW(s3, 3);
+#undef ROW
+    }
+    const float d = _cvtsh_ss(iq4_u16(blk));
+    a0 = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[0].dx[8 * b]), _mm256_cvtepi32_ps(s0), a0);
+    if (NR > 1) a1 = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[1].dx[8 * b]), _mm256_cvtepi32_ps(s1), a1);
+    if (NR > 2) a2 = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[2].dx[8 * b]), _mm256_cvtepi32_ps(s2), a2);
+    if (NR > 3) a3 = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[3].dx[8 * b]), _mm256_cvtepi32_ps(s3), a3);
+  }
+  res[0] = hsum_f32_avx2(a0);
+  if (NR > 1) res[1] = hsum_f32_avx2(a1);
+  if (NR > 2) res[2] = hsum_f32_avx2(a2);
+  if (NR > 3) res[3] = hsum_f32_avx2(a3);
+}
+#undef IQ4_XQ
+#endif
+
+// ---------------------------------------------------------------- AVX-512 VNNI
+
+#if IMPL_VNNI
+// Same float operations as the AVX2 kernels, per output and in order; vpdpbusd gives the same
+// int32 lanes as maddubs + madd (4 consecutive products each, |K|·|x| ≤ 127·127, no saturation).
+// Signed × signed as AVX2 does it: |w| times x with w's sign.
+static inline __m512i iq4_dot4(__m512i w, __m512i x) {
+  const __m512i xs = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), xs);
+}
+/** Codes of two 32-value blocks (16 bytes each) → 64 int8 weights: [a 0..31 | b 0..31]. */
+static inline __m512i iq4_values2(const uint8_t *a, const uint8_t *b, __m512i table) {
+  const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a));
+  const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b));
+  const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  return _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srlv_epi16(v, counts), _mm512_set1_epi8(0x0f)));
+}
+static inline __m512i iq4_table512(void) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)iq4_kvalues));
+}
+/** Two activation rows' 32 codes of unit u, one per 256-bit half. */
+static inline __m512i iq4_x2(const xrow_t *a, const xrow_t *b, int64_t u) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a->q + 32 * u))),
+                            _mm256_loadu_si256((const __m256i *)(b->q + 32 * u)), 1);
+}
+static inline __m512 iq4_scale2(float a, float b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+
+// Decode: an even block in the low half, the next odd one in the high half, so the halves are
+// the AVX2 kernel's two accumulators.
+static float NAME(iq4_nl_vec)(const uint8_t *w, const xrow_t *x, int64_t nb) {
+  const __m512i table = iq4_table512();
+  __m512 acc = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    const uint8_t *w1 = w + IQ4_NL_BYTES * b, *w2 = w1 + IQ4_NL_BYTES;
+    const __m512i q = iq4_values2(w1 + 2, w2 + 2, table);
+    const __m512i xq = _mm512_loadu_si512((const void *)(x->q + 32 * b));
+    const __m512 d = iq4_scale2(x->dx[b] * _cvtsh_ss(iq4_u16(w1)), x->dx[b + 1] * _cvtsh_ss(iq4_u16(w2)));
+    acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(iq4_dot4(q, xq)), acc);
+  }
+  float sum = hsum_f32_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
+  if (b < nb) {
+    const uint8_t *w1 = w + IQ4_NL_BYTES * b;
+    const __m512i q = iq4_values2(w1 + 2, w1 + 2, table);
+    const __m512i xq = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x->q + 32 * b)));
+    const int32_t isum = hsum_i32_avx2(_mm512_castsi512_si256(iq4_dot4(q, xq)));
+    sum = fmaf(x->dx[b] * _cvtsh_ss(iq4_u16(w1)), (float)isum, sum);
+  }
+  return sum;
+}
+
+// Prompt: the weight block in both halves, two activation rows per register.
+static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nb, float *res) {
+  const __m512i table = iq4_table512();
+  __m512 a01 = _mm512_setzero_ps(), a23 = a01;
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + IQ4_NL_BYTES * b;
+    const __m512i q = iq4_values2(blk + 2, blk + 2, table);
+    const float d = _cvtsh_ss(iq4_u16(blk));
+    a01 = _mm512_fmadd_ps(iq4_scale2(d * xr[0].dx[b], d * xr[NR > 1].dx[b]), _mm512_cvtepi32_ps(iq4_dot4(q, iq4_x2(&xr[0], &xr[NR > 1], b))), a01);
+    if (NR > 2)
+      a23 = _mm512_fmadd_ps(iq4_scale2(d * xr[2].dx[b], d * xr[NR - 1].dx[b]), _mm512_cvtepi32_ps(iq4_dot4(q, iq4_x2(&xr[2], &xr[NR - 1], b))), a23);
+  }
+  const float r[4] = { hsum_f32_avx2(_mm512_castps512_ps256(a01)), hsum_f32_avx2(_mm512_extractf32x8_ps(a01, 1)),
+                       hsum_f32_avx2(_mm512_castps512_ps256(a23)), hsum_f32_avx2(_mm512_extractf32x8_ps(a23, 1)) };
+  for (int i = 0; i < NR; i++) res[i] = r[i];
+}
+
+static void NAME(iq4_xs)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb, float *res) {
+  const __m512i table = iq4_table512();
+  if (NR == 1) { // two sub-blocks per register; their integer lanes are added before the float step
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nsb; b++) {
+      const uint8_t *blk = w + IQ4_XS_BYTES * b;
+      __m512i s = _mm512_setzero_si512();
+      for (int ib = 0; ib < 8; ib += 2) {
+        const __m512i q = iq4_values2(blk + 8 + 16 * ib, blk + 24 + 16 * ib, table);
+        const __m512i xq = _mm512_loadu_si512((const void *)(xr[0].q + 256 * b + 32 * ib));
+        const __m512i ls = _mm512_inserti64x4(_mm512_set1_epi32(iq4_xs_scale(blk, ib)), _mm256_set1_epi32(iq4_xs_scale(blk, ib + 1)), 1);
+        s = _mm512_add_epi32(s, _mm512_mullo_epi32(iq4_dot4(q, xq), ls));
+      }
+      const __m256i S = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(iq4_u16(blk)) * xr[0].dx[8 * b]), _mm256_cvtepi32_ps(S), acc);
+    }
+    res[0] = hsum_f32_avx2(acc);
+    return;
+  }
+  __m512 a01 = _mm512_setzero_ps(), a23 = a01;
+  for (int64_t b = 0; b < nsb; b++) {
+    const uint8_t *blk = w + IQ4_XS_BYTES * b;
+    __m512i s01 = _mm512_setzero_si512(), s23 = s01;
+    for (int ib = 0; ib < 8; ib++) {
+      const uint8_t *qs = blk + 8 + 16 * ib;
+      const __m512i q = iq4_values2(qs, qs, table);
+      const __m512i ls = _mm512_set1_epi32(iq4_xs_scale(blk, ib));
+      const int64_t u = 8 * b + ib;
+      s01 = _mm512_add_epi32(s01, _mm512_mullo_epi32(iq4_dot4(q, iq4_x2(&xr[0], &xr[1], u)), ls));
+      if (NR > 2) s23 = _mm512_add_epi32(s23, _mm512_mullo_epi32(iq4_dot4(q, iq4_x2(&xr[2], &xr[NR - 1], u)), ls));
+    }
+    const float d = _cvtsh_ss(iq4_u16(blk));
+    a01 = _mm512_fmadd_ps(iq4_scale2(d * xr[0].dx[8 * b], d * xr[1].dx[8 * b]), _mm512_cvtepi32_ps(s01), a01);
+    if (NR > 2) a23 = _mm512_fmadd_ps(iq4_scale2(d * xr[2].dx[8 * b], d * xr[NR - 1].dx[8 * b]), _mm512_cvtepi32_ps(s23), a23);
+  }
+  const float r[4] = { hsum_f32_avx2(_mm512_castps512_ps256(a01)), hsum_f32_avx2(_mm512_extractf32x8_ps(a01, 1)),
+                       hsum_f32_avx2(_mm512_castps512_ps256(a23)), hsum_f32_avx2(_mm512_extractf32x8_ps(a23, 1)) };
+  for (int i = 0; i < NR; i++) res[i] = r[i];
+}
+#endif
+
+// ---------------------------------------------------------------- the matmul task
+
+/** One chunk: IQ4_ROWS weight rows times every activation row (each output by one call, with
+ *  the same operations whatever the thread count: bit-identical for any number of threads). */
+static void NAME(iq4_chunk)(void *p, int64_t blk, int ith) {
+  (void)ith;
+  const mm_t *m = p;
+  const int xs = m->type == T_IQ4_XS;
+  const int64_t rows = m->rows, T = m->T, n = xs ? m->cols / 256 : m->cols / 32;
+  const int64_t r0 = blk * IQ4_ROWS, r1 = r0 + IQ4_ROWS < rows ? r0 + IQ4_ROWS : rows;
+  if (T == 1 && !xs) {
+    const xrow_t x = xrow_at(m, 0);
+    for (int64_t r = r0; r < r1; r++) m->out[r] = NAME(iq4_nl_vec)(m->w + r * m->rb, &x, n);
+    return;
+  }
+  for (int64_t t = 0; t < T; t += 4) {
+    const int NR = T - t < 4 ? (int)(T - t) : 4;
+    xrow_t xr[4];
+    for (int i = 0; i < NR; i++) xr[i] = xrow_at(m, t + i);
+    float res[4];
+    for (int64_t r = r0; r < r1; r++) {
+      if (xs) NAME(iq4_xs)(m->w + r * m->rb, xr, NR, n, res);
+      else NAME(iq4_nl_tiny)(m->w + r * m->rb, xr, NR, n, res);
+      for (int i = 0; i < NR; i++) m->out[(t + i) * rows + r] = res[i];
+    }
+  }
+}
