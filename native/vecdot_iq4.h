@@ -10,19 +10,26 @@
 //
 // The activations are quantized as llama.cpp does for these types (quantize_x: Q8_0 for IQ4_NL,
 // Q8_K for IQ4_XS), and each output is accumulated in the order of the llama.cpp kernel that
-// computes it (2026-10 source, x86 with AVX2, no weight repacking), so the float results match:
-//   IQ4_NL, one activation row (decode): ggml_vec_dot_iq4_nl_q8_0 — 8 float lanes (lane l: values
-//     4l..4l+3 of a block), even blocks into one accumulator and odd blocks into another,
-//     acc = fma(dx·d, Σ lane, acc); then hsum(acc1 + acc2); an odd last block is added by a
-//     scalar fma at the end;
-//   IQ4_NL, two or more rows (prompt, batches): llamafile's tinyBLAS_Q0_AVX (llamafile_sgemm
-//     takes any n ≥ 2) — one 8-lane accumulator over all blocks, acc = fma(d·dx, Σ lane, acc),
-//     then hsum;
-//   IQ4_XS, any T: ggml_vec_dot_iq4_xs_q8_K — per super-block, integer lane sums Σ_ib (ls−32)·lane
-//     (exact), then acc = fma(d·dx, float(sum), acc) over super-blocks, then hsum.
-// Integer sums are exact whatever their grouping, so only these float steps have to be kept.
-// The refs/llamacpp logits of llama-q-IQ4_NL/_XS follow them to ~1e-5 where no 8-bit activation
-// code flips (see test/helpers/tolerances.ts).
+// computes that product (source of 2026-10-01, x86 with AVX2/AVX-512, default settings: weight
+// repacking on, llamafile on, tiled K-quant path on). Integer sums are exact whatever their
+// grouping, so only the float steps below have to be kept:
+//   IQ4_NL, weights with rows % 8 == 0 (llama.cpp repacks them, ggml-cpu/repack.cpp, and runs
+//     gemv/gemm_iq4_nl_8x8 for every T): per output, acc = fma(float(Σ K·x of block b), d·dx, acc)
+//     over the blocks, one scalar chain (iq4_nl_chain);
+//   IQ4_NL, other row counts, one activation row: ggml_vec_dot_iq4_nl_q8_0 — 8 float lanes (lane
+//     l: values 4l..4l+3 of a block), even blocks into one accumulator and odd ones into another,
+//     acc = fma(dx·d, Σ lane, acc); then hsum(acc1 + acc2); an odd last block added by a scalar
+//     fma (iq4_nl_vec);
+//   IQ4_NL, other row counts, two or more rows: llamafile's tinyBLAS_Q0_AVX (llamafile_sgemm
+//     takes any n ≥ 2) — one 8-lane accumulator, acc = fma(d·dx, Σ lane, acc), then hsum
+//     (iq4_nl_tiny);
+//   IQ4_XS, T < 8: ggml_vec_dot_iq4_xs_q8_K — per super-block, integer lane sums
+//     Σ_ib (ls−32)·lane, then acc = fma(d·dx, float(sum), acc), then hsum (iq4_xs);
+//   IQ4_XS, T ≥ 8: ggml-cpu/tiled (the batched K-quant/IQ path) — per super-block the integer
+//     S = Σ_ib (ls−32)·Σ K·x, then out = fma(float(S)·d, dx, out), from 0 (iq4_xs_tiled).
+// Checked by feeding llama.cpp's own intermediate tensors (dumped with an eval callback from the
+// same source, which reproduces refs/llamacpp to 5e-7) through these kernels: every output of
+// every IQ4 matmul of the llama-q-IQ4_NL/_XS prompts is bit-identical.
 
 #ifndef TOY_IQ4_COMMON
 #define TOY_IQ4_COMMON
@@ -114,6 +121,39 @@ static void NAME(iq4_xs)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb
     res[r] = iq4_hsum8(acc);
   }
 }
+
+static void NAME(iq4_nl_chain)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nb, float *res) {
+  for (int r = 0; r < NR; r++) {
+    float acc = 0.0f;
+    int32_t lane[8];
+    for (int64_t b = 0; b < nb; b++) {
+      iq4_lanes(w + IQ4_NL_BYTES * b + 2, xr[r].q + 32 * b, lane);
+      int32_t isum = 0;
+      for (int l = 0; l < 8; l++) isum += lane[l];
+      acc = fmaf((float)isum, iq4_h2f(w + IQ4_NL_BYTES * b) * xr[r].dx[b], acc);
+    }
+    res[r] = acc;
+  }
+}
+
+static void NAME(iq4_xs_tiled)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb, float *res) {
+  for (int r = 0; r < NR; r++) {
+    float out = 0.0f;
+    int32_t lane[8];
+    for (int64_t b = 0; b < nsb; b++) {
+      const uint8_t *blk = w + IQ4_XS_BYTES * b;
+      int32_t S = 0;
+      for (int ib = 0; ib < 8; ib++) {
+        iq4_lanes(blk + 8 + 16 * ib, xr[r].q + 256 * b + 32 * ib, lane);
+        int32_t sub = 0;
+        for (int l = 0; l < 8; l++) sub += lane[l];
+        S += iq4_xs_scale(blk, ib) * sub;
+      }
+      out = fmaf((float)S * iq4_h2f(blk), xr[r].dx[8 * b], out);
+    }
+    res[r] = out;
+  }
+}
 #endif
 
 // ---------------------------------------------------------------- AVX2
@@ -201,6 +241,48 @@ static void NAME(iq4_xs)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb
   if (NR > 3) res[3] = hsum_f32_avx2(a3);
 }
 #undef IQ4_XQ
+#endif
+
+#if IMPL_AVX2 // the AVX2 and VNNI copies: these are latency-bound scalar chains per output
+#if !IMPL_VNNI // defined once, the VNNI copy calls it
+/** Σ K[q]·x over one 32-value block, for NR activation rows (weights decoded once). */
+static inline void iq4_block_sums(const uint8_t *qs, const xrow_t *xr, int NR, int64_t u, int32_t *isum) {
+  const __m256i q = iq4_values(qs, _mm_loadu_si128((const __m128i *)iq4_kvalues)), qa = _mm256_sign_epi8(q, q);
+  for (int r = 0; r < NR; r++) {
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(xr[r].q + 32 * u));
+    isum[r] = hsum_i32_avx2(_mm256_madd_epi16(_mm256_maddubs_epi16(qa, _mm256_sign_epi8(x, q)), _mm256_set1_epi16(1)));
+  }
+}
+#endif
+
+static void NAME(iq4_nl_chain)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nb, float *res) {
+  float acc[4] = { 0, 0, 0, 0 };
+  int32_t isum[4];
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + IQ4_NL_BYTES * b;
+    iq4_block_sums(blk + 2, xr, NR, b, isum);
+    const float d = _cvtsh_ss(iq4_u16(blk));
+    for (int r = 0; r < NR; r++) acc[r] = fmaf((float)isum[r], d * xr[r].dx[b], acc[r]);
+  }
+  for (int r = 0; r < NR; r++) res[r] = acc[r];
+}
+
+static void NAME(iq4_xs_tiled)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb, float *res) {
+  float out[4] = { 0, 0, 0, 0 };
+  int32_t isum[4];
+  for (int64_t b = 0; b < nsb; b++) {
+    const uint8_t *blk = w + IQ4_XS_BYTES * b;
+    int32_t S[4] = { 0, 0, 0, 0 };
+    for (int ib = 0; ib < 8; ib++) {
+      iq4_block_sums(blk + 8 + 16 * ib, xr, NR, 8 * b + ib, isum);
+      const int ls = iq4_xs_scale(blk, ib);
+      for (int r = 0; r < NR; r++) S[r] += ls * isum[r];
+    }
+    const float d = _cvtsh_ss(iq4_u16(blk));
+    for (int r = 0; r < NR; r++) out[r] = fmaf((float)S[r] * d, xr[r].dx[8 * b], out[r]);
+  }
+  for (int r = 0; r < NR; r++) res[r] = out[r];
+}
 #endif
 
 // ---------------------------------------------------------------- AVX-512 VNNI
@@ -325,7 +407,9 @@ static void NAME(iq4_chunk)(void *p, int64_t blk, int ith) {
   const int xs = m->type == T_IQ4_XS;
   const int64_t rows = m->rows, T = m->T, n = xs ? m->cols / 256 : m->cols / 32;
   const int64_t r0 = blk * IQ4_ROWS, r1 = r0 + IQ4_ROWS < rows ? r0 + IQ4_ROWS : rows;
-  if (T == 1 && !xs) {
+  // llama.cpp's path for this product (see the top of this file)
+  const int chain = xs ? T >= 8 : rows % 8 == 0;
+  if (T == 1 && !xs && !chain) {
     const xrow_t x = xrow_at(m, 0);
     for (int64_t r = r0; r < r1; r++) m->out[r] = NAME(iq4_nl_vec)(m->w + r * m->rb, &x, n);
     return;
@@ -336,8 +420,14 @@ static void NAME(iq4_chunk)(void *p, int64_t blk, int ith) {
     for (int i = 0; i < NR; i++) xr[i] = xrow_at(m, t + i);
     float res[4];
     for (int64_t r = r0; r < r1; r++) {
-      if (xs) NAME(iq4_xs)(m->w + r * m->rb, xr, NR, n, res);
-      else NAME(iq4_nl_tiny)(m->w + r * m->rb, xr, NR, n, res);
+      const uint8_t *row = m->w + r * m->rb;
+      if (xs) {
+        if (chain) NAME(iq4_xs_tiled)(row, xr, NR, n, res);
+        else NAME(iq4_xs)(row, xr, NR, n, res);
+      } else {
+        if (chain) NAME(iq4_nl_chain)(row, xr, NR, n, res);
+        else NAME(iq4_nl_tiny)(row, xr, NR, n, res);
+      }
       for (int i = 0; i < NR; i++) m->out[(t + i) * rows + r] = res[i];
     }
   }

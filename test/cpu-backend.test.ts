@@ -21,7 +21,7 @@ import { MATMUL_TYPES, isFloatType, makeWeight, randn, relError } from "../src/b
 import { tsKernels } from "../src/backends/ts/index.js";
 import { GGMLType, typeName } from "../src/io/gguf/types.js";
 import { dequantize, f16ToF32, f32ToF16 } from "../src/quant/index.js";
-import { matmulOutputs } from "./helpers/matmul-outputs.js";
+import { matmulOutputTypes, matmulOutputs } from "./helpers/matmul-outputs.js";
 import type { Weight } from "../src/tensor/weight.js";
 
 const loaded = loadCpuBackend();
@@ -133,6 +133,23 @@ for (const type of MATMUL_TYPES) {
   });
 }
 
+// IQ4 products take one of llama.cpp's paths by shape (native/vecdot_iq4.h): IQ4_NL by whether
+// the rows are a multiple of 8 (repacked in llama.cpp), IQ4_XS by whether T ≥ 8 (tiled). Every
+// path against float64 math on the same 8-bit activations.
+test("matmul IQ4_NL / IQ4_XS: every kernel path against emulated Q8 activations", { skip }, () => {
+  const cols = 512;
+  for (const type of [GGMLType.IQ4_NL, GGMLType.IQ4_XS])
+    for (const rows of [37, 64])
+      for (const T of [1, 2, 7, 8, 9]) {
+        const w = makeWeight(type, rows, cols, 60 + type + rows);
+        const x = randn(T * cols, 70 + T);
+        const out = new Float32Array(T * rows);
+        cpu.kernels.matmul(x, w, T, out);
+        const e = errors(out, refMatmul(x, w, T, true));
+        assert.ok(e.max <= 1e-4, `${typeName(type)} rows=${rows} T=${T}: vs emulated Q8 activations, max error ${e.max}`);
+      }
+});
+
 test("float kernels agree with the ts backend (selfTest)", { skip }, () => {
   const results = selfTest(cpu.kernels, tsKernels);
   const bad = results.filter((r) => !r.ok);
@@ -199,6 +216,24 @@ test("AVX-512 VNNI kernels give exactly the AVX2 kernels' results, for 1 and 2 t
     assert.equal(outputs.length, mine.length);
     const differ = mine.map((m, i) => (m === outputs[i] ? -1 : i)).filter((i) => i >= 0);
     assert.deepEqual(differ, [], `avx2 at ${threads} thread(s): ${differ.length} of ${mine.length} cases differ`);
+  }
+});
+
+// The IQ4 kernels (native/vecdot_iq4.h) follow llama.cpp's float order on every path, the
+// portable one included, so all instruction sets give the same bits for them.
+test("IQ4_NL / IQ4_XS: the portable kernels give exactly the SIMD kernels' results", { skip }, () => {
+  const helper = fileURLToPath(new URL("./helpers/matmul-outputs.js", import.meta.url));
+  const r = spawnSync(process.execPath, [helper], { encoding: "utf8", env: { ...process.env, TOY_SIMD: "scalar" }, timeout: 120_000, maxBuffer: 64 << 20 });
+  assert.equal(r.status, 0, r.stderr);
+  const types = matmulOutputTypes();
+  const iq4 = (i: number) => types[i] === GGMLType.IQ4_NL || types[i] === GGMLType.IQ4_XS;
+  const mine = matmulOutputs(cpu).map((o) => Buffer.from(o.buffer, o.byteOffset, o.byteLength).toString("base64"));
+  assert.equal(types.length, mine.length);
+  for (const line of r.stdout.trim().split("\n")) {
+    const { simd, threads, outputs } = JSON.parse(line) as { simd: string; threads: number; outputs: string[] };
+    assert.equal(simd, "scalar");
+    const differ = mine.map((m, i) => (iq4(i) && m !== outputs[i] ? i : -1)).filter((i) => i >= 0);
+    assert.deepEqual(differ, [], `scalar at ${threads} thread(s): ${differ.length} IQ4 cases differ`);
   }
 });
 

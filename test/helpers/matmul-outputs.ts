@@ -22,6 +22,11 @@ export function matmulOutputs(cpu: CpuBackend): Float32Array[] {
   return outs;
 }
 
+/** The storage type of each of matmulOutputs' cases, in the same order. */
+export function matmulOutputTypes(): number[] {
+  return MATMUL_TYPES.flatMap((type) => new Array<number>(3 * 6).fill(type));
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const cpu = loadCpuBackend();
   if ("error" in cpu) throw new Error(cpu.error);
