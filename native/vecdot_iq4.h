@@ -37,6 +37,7 @@ static const int8_t iq4_kvalues[16] = { -127, -104, -83, -65, -49, -35, -22, -10
 #define IQ4_NL_BYTES 18
 #define IQ4_XS_BYTES 136
 #define IQ4_ROWS 16 // weight rows per chunk
+#define IQ4_NT 64    // activation rows per pass of the eight-row kernels
 /** ggml's hsum_float_8, in scalar form: (l0+l4, l1+l5, l2+l6, l3+l7), then pairs, then the two. */
 static inline float iq4_hsum8(const float *a) {
   const float s0 = a[4] + a[0], s1 = a[5] + a[1], s2 = a[6] + a[2], s3 = a[7] + a[3];
@@ -153,6 +154,16 @@ static void NAME(iq4_xs_tiled)(const uint8_t *w, const xrow_t *xr, int NR, int64
     }
     res[r] = out;
   }
+}
+
+// Eight weight rows (row i at w + i·rb) times nt activation rows: each as the one-row chain.
+static void NAME(iq4_nl_chain8)(const uint8_t *w, size_t rb, const xrow_t *xr, int nt, int64_t nb, float *out, int64_t ostride) {
+  for (int t = 0; t < nt; t++)
+    for (int i = 0; i < 8; i++) NAME(iq4_nl_chain)(w + i * rb, &xr[t], 1, nb, out + t * ostride + i);
+}
+static void NAME(iq4_xs_tiled8)(const uint8_t *w, size_t rb, const xrow_t *xr, int nt, int64_t nsb, float *out, int64_t ostride) {
+  for (int t = 0; t < nt; t++)
+    for (int i = 0; i < 8; i++) NAME(iq4_xs_tiled)(w + i * rb, &xr[t], 1, nsb, out + t * ostride + i);
 }
 #endif
 
@@ -283,6 +294,75 @@ static void NAME(iq4_xs_tiled)(const uint8_t *w, const xrow_t *xr, int NR, int64
   }
   for (int r = 0; r < NR; r++) res[r] = out[r];
 }
+
+// Eight weight rows at once, one per float lane, as llama.cpp's repacked gemv does: lane i is
+// exactly row i's scalar chain (fma per lane), so these give the one-row kernels' bits.
+#if !IMPL_VNNI
+/** [Σ p0, Σ p1, …, Σ p7]: the eight vectors' lane sums, in one vector (exact integers). */
+static inline __m256i iq4_sum8(const __m256i *p) {
+  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i a = _mm256_hadd_epi32(h01, h23), b = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+/** The f16 words at byte offset o of eight rows (stride rb), as floats. */
+static inline __m256 iq4_d8(const uint8_t *w, size_t rb) {
+  uint16_t h[8];
+  for (int i = 0; i < 8; i++) h[i] = iq4_u16(w + i * rb);
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+#endif
+
+// nt activation rows (xr[0..nt), nt ≤ IQ4_NT) against eight weight rows: out[t·ostride + i].
+// Blocks outer, activation rows inner: each weight block is decoded once for all nt rows, and
+// each output still takes its chain's steps in block order.
+static void NAME(iq4_nl_chain8)(const uint8_t *w, size_t rb, const xrow_t *xr, int nt, int64_t nb, float *out, int64_t ostride) {
+  const __m128i table = _mm_loadu_si128((const __m128i *)iq4_kvalues);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[IQ4_NT];
+  for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + IQ4_NL_BYTES * b;
+    __m256i q[8], qa[8];
+    for (int i = 0; i < 8; i++) { q[i] = iq4_values(blk + i * rb + 2, table); qa[i] = _mm256_sign_epi8(q[i], q[i]); }
+    const __m256 d8 = iq4_d8(blk, rb);
+    for (int t = 0; t < nt; t++) {
+      const __m256i xv = _mm256_loadu_si256((const __m256i *)(xr[t].q + 32 * b));
+      __m256i p[8];
+      for (int i = 0; i < 8; i++) p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(qa[i], _mm256_sign_epi8(xv, q[i])), ones);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iq4_sum8(p)), _mm256_mul_ps(d8, _mm256_set1_ps(xr[t].dx[b])), acc[t]);
+    }
+  }
+  for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + t * ostride, acc[t]);
+}
+
+static void NAME(iq4_xs_tiled8)(const uint8_t *w, size_t rb, const xrow_t *xr, int nt, int64_t nsb, float *out, int64_t ostride) {
+  const __m128i table = _mm_loadu_si128((const __m128i *)iq4_kvalues);
+  __m256 acc[IQ4_NT];
+  for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nsb; b++) {
+    const uint8_t *blk = w + IQ4_XS_BYTES * b;
+    __m256i q[8][8], qa[8][8], ls[8][8]; // [sub-block][row]
+    for (int i = 0; i < 8; i++)
+      for (int ib = 0; ib < 8; ib++) {
+        q[ib][i] = iq4_values(blk + i * rb + 8 + 16 * ib, table);
+        qa[ib][i] = _mm256_sign_epi8(q[ib][i], q[ib][i]);
+        ls[ib][i] = _mm256_set1_epi16((short)iq4_xs_scale(blk + i * rb, ib));
+      }
+    const __m256 d8 = iq4_d8(blk, rb);
+    for (int t = 0; t < nt; t++) {
+      __m256i s[8];
+      for (int i = 0; i < 8; i++) s[i] = _mm256_setzero_si256();
+      for (int ib = 0; ib < 8; ib++) {
+        const __m256i xv = _mm256_loadu_si256((const __m256i *)(xr[t].q + 256 * b + 32 * ib));
+        for (int i = 0; i < 8; i++)
+          s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(_mm256_maddubs_epi16(qa[ib][i], _mm256_sign_epi8(xv, q[ib][i])), ls[ib][i]));
+      }
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(iq4_sum8(s)), d8), _mm256_set1_ps(xr[t].dx[8 * b]), acc[t]);
+    }
+  }
+  for (int t = 0; t < nt; t++) _mm256_storeu_ps(out + t * ostride, acc[t]);
+}
 #endif
 
 // ---------------------------------------------------------------- AVX-512 VNNI
@@ -409,7 +489,26 @@ static void NAME(iq4_chunk)(void *p, int64_t blk, int ith) {
   const int64_t r0 = blk * IQ4_ROWS, r1 = r0 + IQ4_ROWS < rows ? r0 + IQ4_ROWS : rows;
   // llama.cpp's path for this product (see the top of this file)
   const int chain = xs ? T >= 8 : rows % 8 == 0;
-  if (T == 1 && !xs && !chain) {
+  if (chain) { // eight weight rows per call, up to IQ4_NT activation rows
+    xrow_t xr[IQ4_NT];
+    for (int64_t t0 = 0; t0 < T; t0 += IQ4_NT) {
+      const int nt = T - t0 < IQ4_NT ? (int)(T - t0) : IQ4_NT;
+      for (int t = 0; t < nt; t++) xr[t] = xrow_at(m, t0 + t);
+      float *out = m->out + t0 * rows;
+      int64_t r = r0;
+      for (; r + 8 <= r1; r += 8) {
+        if (xs) NAME(iq4_xs_tiled8)(m->w + r * m->rb, m->rb, xr, nt, n, out + r, rows);
+        else NAME(iq4_nl_chain8)(m->w + r * m->rb, m->rb, xr, nt, n, out + r, rows);
+      }
+      for (; r < r1; r++)
+        for (int t = 0; t < nt; t++) {
+          if (xs) NAME(iq4_xs_tiled)(m->w + r * m->rb, &xr[t], 1, n, out + t * rows + r);
+          else NAME(iq4_nl_chain)(m->w + r * m->rb, &xr[t], 1, n, out + t * rows + r);
+        }
+    }
+    return;
+  }
+  if (T == 1 && !xs) {
     const xrow_t x = xrow_at(m, 0);
     for (int64_t r = r0; r < r1; r++) m->out[r] = NAME(iq4_nl_vec)(m->w + r * m->rb, &x, n);
     return;
@@ -420,14 +519,8 @@ static void NAME(iq4_chunk)(void *p, int64_t blk, int ith) {
     for (int i = 0; i < NR; i++) xr[i] = xrow_at(m, t + i);
     float res[4];
     for (int64_t r = r0; r < r1; r++) {
-      const uint8_t *row = m->w + r * m->rb;
-      if (xs) {
-        if (chain) NAME(iq4_xs_tiled)(row, xr, NR, n, res);
-        else NAME(iq4_xs)(row, xr, NR, n, res);
-      } else {
-        if (chain) NAME(iq4_nl_chain)(row, xr, NR, n, res);
-        else NAME(iq4_nl_tiny)(row, xr, NR, n, res);
-      }
+      if (xs) NAME(iq4_xs)(m->w + r * m->rb, xr, NR, n, res);
+      else NAME(iq4_nl_tiny)(m->w + r * m->rb, xr, NR, n, res);
       for (int i = 0; i < NR; i++) m->out[(t + i) * rows + r] = res[i];
     }
   }
