@@ -2,9 +2,10 @@
 // present) trains only the adapters, saves them in llama.cpp's LoRA GGUF format, and with
 // --merge a merged model equal to W + (alpha/rank)·B·A; `toy infer --lora` applies the adapter.
 // The file layout is the one llama.cpp's loader reads (src/recipes/loraAdapter.ts says how),
-// including token_embd's flipped pair and a rank per pair; where llama.cpp's tools are built in
-// .bench/llama.cpp (bench/peers.ts builds them), llama-export-lora merges toy's adapters to toy's
-// own merge, and llama-perplexity with --lora scores text as toy eval --lora does.
+// including token_embd's flipped pair and a rank per pair; where llama.cpp's tools are built
+// ($TOY_LLAMA_CPP, else .bench/llama.cpp/build/bin, which `npm run bench` builds: bench/peers.ts),
+// llama-export-lora merges toy's adapters to toy's own merge, and llama-perplexity with --lora
+// scores text as toy eval --lora does.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -191,11 +192,11 @@ test("adapter files llama.cpp would refuse are refused, with the reason", () => 
 
 // ---- Against llama.cpp itself, where its tools are built (CI does not build them). ----
 
-const LLAMA_BIN = join(projectRoot, ".bench", "llama.cpp", "build", "bin");
+const LLAMA_BIN = process.env.TOY_LLAMA_CPP ?? join(projectRoot, ".bench", "llama.cpp", "build", "bin");
 function llamaTool(name: string): { path: string; skip: string | false } {
   const path = join(LLAMA_BIN, name);
   if (existsSync(path)) return { path, skip: false };
-  const skip = `SKIPPED: ${path} is not built (bench/peers.ts builds llama.cpp into .bench/llama.cpp; see docs/cli.md, LoRA adapters)`;
+  const skip = `SKIPPED: ${path} is not built (set $TOY_LLAMA_CPP to a llama.cpp build's bin directory, or let \`npm run bench\` build one into .bench/llama.cpp; see docs/cli.md, LoRA adapters)`;
   console.warn(skip);
   return { path, skip };
 }
