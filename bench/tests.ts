@@ -25,5 +25,6 @@ export function parseTest(name: string): BenchTest {
 
 /** The prompt tokens toy and node-llama-cpp feed (llama-bench draws random ones; speed does not care). */
 export function benchTokens(count: number, nVocab: number): Int32Array {
-  return Int32Array.from({ length: count }, (_, i) => 300 + ((i * 7919) % Math.max(1, Math.min(20000, nVocab - 300))));
+  const first = nVocab > 600 ? 300 : 0, span = Math.min(20000, nVocab - first); // past the special tokens
+  return Int32Array.from({ length: count }, (_, i) => first + ((i * 7919) % span));
 }
