@@ -1,173 +1,221 @@
-// npm run bench [-- --json] [--reps N] [--threads N] [--only synthetic|smollm2|training] [--no-peers]
+// npm run bench [-- --json] [--quick] [--models F32,Q4_1,…] [--tests pp128,tg64@4096] [--threads 1,2]
+//                  [--reps 3] [--peers llama.cpp,node-llama-cpp] [--cache-type f16] [--only inference|training]
 //
-// Prompt processing (128 tokens) and generation (64 tokens) speed and peak memory of toy's cpu
-// backend next to llama.cpp on the same files with the same threads: node-llama-cpp (npm) and
-// native llama-bench. Runs are interleaved and repeated; medians are reported. Generation is
-// also compared with the memory-bandwidth bound: measured read bandwidth ÷ weight bytes/token.
-// The training row (bench/trainRun.ts): tokens/s and FLOP/s of AdamW steps on the cpu backend
-// next to the machine's measured float32 matrix-multiply peak.
+// toy's cpu backend next to llama.cpp on the same GGUF files with the same threads, test by test
+// (bench/tests.ts: ppN, tgN@D), each run in its own process, toy and the peers interleaved run by
+// run, medians of --reps; peak resident memory of every process; the memory-bandwidth bound of
+// decode (bench/bounds.ts). Then the training rows against PyTorch (bench/training.ts).
+// docs/performance.md has the method and the current tables.
 
-import { spawnSync } from "node:child_process";
+import { Command, Option } from "commander";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { supportedArchitectures } from "../src/archs/index.js";
 import { cpuBackend } from "../src/backends/index.js";
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
-import { BENCH_TYPES, ensureBenchModel } from "./models.js";
-import { ensureLlamaBench, ensureNodeLlamaCpp, llamaBench, runMeasured, type Measurement } from "./peers.js";
 import { fixturesDir } from "../test/helpers/fixtures.js";
+import { kvBytesPerToken, weightBytesPerToken } from "./bounds.js";
+import { BENCH_TYPES, ensureSmolModel, GEMMA3_NAME, gemma3Path, type BenchModel, type BenchType } from "./models.js";
+import { ensureLlamaCpp, ensureNodeLlamaCpp, llamaBench, runMeasured, type LlamaCpp, type Measurement } from "./peers.js";
+import { DEFAULT_TESTS, parseTest, type BenchTest } from "./tests.js";
+import { trainingRows, printTraining, TRAINING_ROWS, type TrainingOptions } from "./training.js";
+import { existsSync } from "node:fs";
 
-const args = process.argv.slice(2);
-const flag = (name: string) => args.includes(name);
-const value = (name: string, fallback: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-};
-const json = flag("--json");
-const reps = Number(value("--reps", "3"));
-const threads = Number(value("--threads", process.env.TOY_THREADS ?? "2"));
-const only = value("--only", "all");
-const PP = 128, TG = 64;
+const PEERS = ["llama.cpp", "node-llama-cpp"] as const;
+type Peer = (typeof PEERS)[number] | "toy";
+const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
+
+const program = new Command("bench")
+  .description("toy against llama.cpp (inference grid) and PyTorch (training rows)")
+  .option("--json", "one JSON object per line instead of tables")
+  .option("--quick", "a subset: Q4_1 and Q4_K_M; pp128, tg64, tg64@1024; 2 threads; 1 repetition; the bench-shape training row")
+  .option("--models <list>", `models: ${[...BENCH_TYPES, GEMMA3_NAME].join(",")}`)
+  .option("--tests <list>", `tests: ppN, tgN[@D]`, DEFAULT_TESTS.join(","))
+  .option("--threads <list>", "thread counts", "1,2")
+  .option("--reps <n>", "runs of each test and peer (medians reported)", "3")
+  .option("--peers <list>", `inference peers: ${PEERS.join(",")}`, PEERS.join(","))
+  .option("--cache-type <type>", "toy's KV-cache type where toy has them (llama.cpp's default is f16)", "f16")
+  .addOption(new Option("--only <part>", "run only one part").choices(["inference", "training"]))
+  .option("--training <list>", `training rows: ${TRAINING_ROWS.join(",")}`, TRAINING_ROWS.join(","))
+  .option("--torch <list>", "PyTorch peers of the training rows: eager,compile (none: toy alone)", "eager,compile")
+  .option("--steps <n>", "timed training steps per process (after 2 warm-up steps)", "3");
+program.parse();
+const opts = program.opts();
+const quick = Boolean(opts.quick);
+const src = (name: string) => program.getOptionValueSource(name);
+const json = Boolean(opts.json);
+const reps = quick && src("reps") === "default" ? 1 : Number(opts.reps);
+const threadCounts = (quick && src("threads") === "default" ? ["2"] : list(opts.threads)).map(Number);
+const testNames = quick && src("tests") === "default" ? ["pp128", "tg64", "tg64@1024"] : list(opts.tests);
+const modelNames = opts.models ? list(opts.models) : quick ? ["Q4_1", "Q4_K_M"] : [...BENCH_TYPES, GEMMA3_NAME];
+const peers = list(opts.peers) as Peer[];
+const cacheType = String(opts.cacheType);
 const log = (s: string) => process.stderr.write(s + "\n");
+
+function usage(message: string): never {
+  log(`bench: ${message}`);
+  process.exit(2);
+}
+if (!(reps >= 1) || threadCounts.some((t) => !(t >= 1))) usage("--reps and --threads must be positive integers");
+for (const p of peers) if (!(PEERS as readonly string[]).includes(p)) usage(`unknown peer "${p}" (expected ${PEERS.join(", ")})`);
+for (const m of modelNames) if (m !== GEMMA3_NAME && !(BENCH_TYPES as readonly string[]).includes(m)) usage(`unknown model "${m}" (expected ${[...BENCH_TYPES, GEMMA3_NAME].join(", ")})`);
+let tests: BenchTest[];
+try { tests = testNames.map(parseTest); } catch (e) { usage((e as Error).message); }
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const benchDir = join(root, ".bench");
-const peerDir = join(benchDir, "peer");
+const modelsDir = process.env.TOY_BENCH_MODELS ?? join(benchDir, "models");
 
 const median = (xs: number[]) => {
   const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
   return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
 };
+const fmt = (x: number | undefined, digits = 1) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
+const lastLine = (s: string) => s.trim().split("\n").at(-1) ?? "";
+const errorOf = (stderr: string) => stderr.trim().split("\n").filter(Boolean).slice(-2).join(" | ");
 
-/** Bytes of weights read per generated token: every tensor, but only one row of an untied embedding. */
-function weightBytesPerToken(path: string): number {
-  const h = readGGUFHeader(path);
-  const tied = !h.tensors.some((t) => t.name === "output.weight");
-  return h.tensors.reduce((s, t) => s + (t.name === "token_embd.weight" && !tied ? t.byteLength / t.dims[1] : t.byteLength), 0);
+async function toyRun(model: string, threads: number, test: BenchTest): Promise<(Measurement & { cache_type: string }) | { error: string }> {
+  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "toyRun.js"), model, String(threads), test.name, cacheType]);
+  if (r.status !== 0) return { error: errorOf(r.stderr) };
+  return JSON.parse(lastLine(r.stdout));
 }
 
-function typeOf(path: string): string {
-  const ft = readGGUFHeader(path).metadata.get("general.file_type");
-  return ({ 0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 15: "Q4_K_M" } as Record<number, string>)[Number(ft)] ?? `ftype ${ft}`;
+async function nodeLlamaCppRun(peerDir: string, model: string, threads: number, test: BenchTest): Promise<Measurement | { error: string }> {
+  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "peerRun.js"), peerDir, model, String(threads), test.name]);
+  if (r.status !== 0) return { error: errorOf(r.stderr) };
+  return JSON.parse(lastLine(r.stdout));
 }
 
-async function toyRun(model: string): Promise<Measurement | { error: string }> {
-  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "toyRun.js"), model, String(threads), String(PP), String(TG)]);
-  if (r.status !== 0) return { error: r.stderr.trim().split("\n").slice(-2).join(" | ") };
-  return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Measurement;
-}
-
-async function peerRun(model: string): Promise<Measurement | { error: string }> {
-  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "peerRun.js"), peerDir, model, String(threads), String(PP), String(TG)]);
-  if (r.status !== 0) return { error: r.stderr.trim().split("\n").slice(-2).join(" | ") };
-  return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Measurement;
-}
-
-/** The training row: its own process per repetition; the run with the median fraction of peak. */
-function trainingRow(): Record<string, unknown> | null {
-  const runsOf: Record<string, number>[] = [];
-  for (let r = 0; r < reps; r++) {
-    const p = spawnSync(process.execPath, [fileURLToPath(new URL("./trainRun.js", import.meta.url)), String(threads)], { encoding: "utf8" });
-    if (p.status !== 0) { log(`training run failed: ${p.stderr.trim().split("\n").at(-1)}`); continue; }
-    runsOf.push(JSON.parse(p.stdout.trim().split("\n").at(-1)!));
-    const last = runsOf.at(-1)!;
-    log(`rep ${r + 1}/${reps} training: ${fmt(last.tokens_per_s)} tokens/s, ${fmt(last.flops / 1e9)} GFLOP/s; GEMM ${fmt(last.sustained_flops / 1e9)} sustained, ` +
-      `${fmt(last.peak_flops / 1e9)} best; fraction ${fmt(last.fraction, 2)} (steps: ${(last.fractions as unknown as number[]).map((f) => fmt(f, 2)).join(" ")}), of best ${fmt(last.fraction_of_best, 2)}, per CPU second ${fmt(last.fraction_cpu, 2)}`);
+/** The grid's models that exist (made on first use), and the ones skipped with the reason. */
+function resolveModels(llama: LlamaCpp | null): { models: BenchModel[]; skipped: { name: string; reason: string }[] } {
+  const models: BenchModel[] = [], skipped: { name: string; reason: string }[] = [];
+  const fx = fixturesDir();
+  for (const name of modelNames) {
+    if (name === GEMMA3_NAME) {
+      const path = gemma3Path();
+      if (!existsSync(path)) { skipped.push({ name, reason: `${path} not found (set $TOY_GEMMA3)` }); continue; }
+      const arch = String(readGGUFHeader(path).metadata.get("general.architecture"));
+      if (!supportedArchitectures().includes(arch)) { skipped.push({ name, reason: `toy does not support the ${arch} architecture yet` }); continue; }
+      models.push({ name, label: "Gemma 3 270M Q4_K_M", path });
+      continue;
+    }
+    if (!fx) { skipped.push({ name, reason: "the fixtures (../shared/fixtures) are absent" }); continue; }
+    const made = ensureSmolModel(fx, modelsDir, name as BenchType, llama ? join(llama.bin, "llama-quantize") : null, log);
+    if (typeof made === "string") models.push({ name, label: `SmolLM2-135M ${name}`, path: made });
+    else skipped.push({ name, reason: made.error });
   }
-  if (!runsOf.length) return null;
-  const mid = runsOf.sort((a, b) => a.fraction - b.fraction)[(runsOf.length - 1) >> 1];
-  return { bench: "training", backend: "cpu", threads, ...mid };
+  return { models, skipped };
 }
 
-function printTraining(row: Record<string, unknown>): void {
-  const g = (x: unknown) => fmt((x as number) / 1e9);
-  process.stdout.write(`\ntraining (cpu, ${threads} threads): ${row.model}, ${(row.params as number / 1e6).toFixed(1)}M parameters\n` +
-    `| tokens/s | GFLOP/s (6·P·tokens/s) | matmul GFLOP/s sustained / best | fraction of peak: sustained / best / per CPU second |\n| --- | --- | --- | --- |\n` +
-    `| ${fmt(row.tokens_per_s as number)} | ${g(row.flops)} | ${g(row.sustained_flops)} / ${g(row.peak_flops)} | ` +
-    `${fmt(row.fraction as number, 2)} / ${fmt(row.fraction_of_best as number, 2)} / ${fmt(row.fraction_cpu as number, 2)} |\n` +
-    `(medians over the steps of the median run; each step against the GEMM run just before it for as long — bench/trainRun.ts)\n`);
+interface Cell { threads: number; model: BenchModel; test: BenchTest; runs: Record<Peer, Measurement[]>; errors: string[]; toyCacheType?: string }
+
+async function inference(): Promise<void> {
+  const cpu = cpuBackend();
+  if ("error" in cpu) { log(`the cpu backend is not built: ${cpu.error}`); process.exit(4); }
+  const llama = ensureLlamaCpp(benchDir, log);
+  if ("error" in llama) log(`llama.cpp unavailable: ${llama.error}`);
+  const lc = "error" in llama ? null : llama;
+  const nlc = peers.includes("node-llama-cpp") ? ensureNodeLlamaCpp(join(benchDir, "peer"), log) : null;
+  if (nlc && typeof nlc !== "string") log(`node-llama-cpp unavailable: ${nlc.error}`);
+  const nlcDir = typeof nlc === "string" ? nlc : null;
+  const { models, skipped } = resolveModels(lc);
+  for (const s of skipped) log(`skipping ${s.name}: ${s.reason}`);
+  if (lc) log(`llama.cpp ${lc.version} (${lc.bin})`);
+  const load0 = loadavg();
+
+  const cells: Cell[] = [];
+  for (const threads of threadCounts) for (const model of models) for (const test of tests) {
+    cells.push({ threads, model, test, runs: { toy: [], "llama.cpp": [], "node-llama-cpp": [] }, errors: [] });
+  }
+  const bandwidth = new Map<number, number[]>(threadCounts.map((t) => [t, []]));
+  const total = reps * cells.length;
+  const start = performance.now();
+  let done = 0;
+  for (let rep = 0; rep < reps; rep++) {
+    for (const t of threadCounts) bandwidth.get(t)!.push(cpu.addon.readBandwidth(t));
+    for (const cell of cells) {
+      const { threads, model, test, runs } = cell;
+      const line: string[] = [];
+      const t = await toyRun(model.path, threads, test);
+      if ("error" in t) cell.errors.push(`toy: ${t.error}`); else { runs.toy.push(t); cell.toyCacheType = t.cache_type; }
+      line.push(`toy ${"error" in t ? "failed" : fmt(t.tps)}`);
+      if (lc && peers.includes("llama.cpp")) {
+        const p = await llamaBench(lc.bin, model.path, threads, test);
+        if ("error" in p) cell.errors.push(`llama.cpp: ${p.error}`); else runs["llama.cpp"].push(p);
+        line.push(`llama.cpp ${"error" in p ? "failed" : fmt(p.tps)}`);
+      }
+      if (nlcDir) {
+        const p = await nodeLlamaCppRun(nlcDir, model.path, threads, test);
+        if ("error" in p) cell.errors.push(`node-llama-cpp: ${p.error}`); else runs["node-llama-cpp"].push(p);
+        line.push(`node-llama-cpp ${"error" in p ? "failed" : fmt(p.tps)}`);
+      }
+      done++;
+      const elapsed = (performance.now() - start) / 1000;
+      log(`[${done}/${total}] rep ${rep + 1} ${threads}t ${model.name} ${test.name}: ${line.join(", ")} t/s ` +
+        `(${Math.round(elapsed / 60)} min, ~${Math.round((elapsed / done) * (total - done) / 60)} min left, load ${loadavg()[0].toFixed(1)})`);
+      if (cell.errors.length && cell.errors.length <= 3) log(`  ${cell.errors.at(-1)}`);
+    }
+  }
+  const load1 = loadavg();
+
+  const rows = cells.map(({ threads, model, test, runs, errors, toyCacheType }) => {
+    const toy = median(runs.toy.map((x) => x.tps)), lcpp = median(runs["llama.cpp"].map((x) => x.tps)), nl = median(runs["node-llama-cpp"].map((x) => x.tps));
+    const bw = median(bandwidth.get(threads)!);
+    const bound = test.kind === "tg" ? bw / (weightBytesPerToken(model.path) + kvBytesPerToken(model.path, test.depth + test.n / 2, "f16")) : null;
+    return {
+      kind: "inference", threads, model: model.name, label: model.label, file: model.path, test: test.name,
+      toy_tps: toy, llama_cpp_tps: lcpp, node_llama_cpp_tps: nl,
+      ratio_llama_cpp: toy / lcpp, ratio_node_llama_cpp: toy / nl,
+      bound_tps: bound, toy_of_bound: bound === null ? null : toy / bound,
+      toy_rss_mb: median(runs.toy.map((x) => x.rss_mb)), llama_cpp_rss_mb: median(runs["llama.cpp"].map((x) => x.rss_mb)),
+      node_llama_cpp_rss_mb: median(runs["node-llama-cpp"].map((x) => x.rss_mb)),
+      toy_runs: runs.toy.map((x) => x.tps), llama_cpp_runs: runs["llama.cpp"].map((x) => x.tps), node_llama_cpp_runs: runs["node-llama-cpp"].map((x) => x.tps),
+      toy_cache_type: toyCacheType ?? null, errors,
+    };
+  });
+  const meta = {
+    kind: "meta", date: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length,
+    load_before: load0.map((x) => +x.toFixed(2)), load_after: load1.map((x) => +x.toFixed(2)),
+    llama_cpp: lc ? { version: lc.version, commit: lc.commit, bin: lc.bin } : null, reps,
+    bandwidth_gbs: Object.fromEntries([...bandwidth].map(([t, b]) => [t, +(median(b) / 1e9).toFixed(1)])),
+    toy_cache_type: rows.find((r) => r.toy_cache_type)?.toy_cache_type ?? null, llama_cpp_cache_type: "f16",
+    minutes: +((performance.now() - start) / 60000).toFixed(1), skipped,
+  };
+  if (json) {
+    process.stdout.write(JSON.stringify(meta) + "\n");
+    for (const r of rows) process.stdout.write(JSON.stringify(r) + "\n");
+    return;
+  }
+  for (const threads of threadCounts) {
+    const head = ["model", "test", "toy t/s", "llama.cpp t/s", "toy/llama.cpp", ...(nlcDir ? ["node-llama-cpp t/s", "toy/nlc"] : []), "bound t/s", "toy/bound", "toy RSS MB", "llama.cpp RSS MB"];
+    const table = rows.filter((r) => r.threads === threads).map((r) => [
+      r.label, r.test, fmt(r.toy_tps), fmt(r.llama_cpp_tps), fmt(r.ratio_llama_cpp, 2),
+      ...(nlcDir ? [fmt(r.node_llama_cpp_tps), fmt(r.ratio_node_llama_cpp, 2)] : []),
+      r.bound_tps === null ? "" : fmt(r.bound_tps), r.toy_of_bound === null ? "" : fmt(r.toy_of_bound, 2), fmt(r.toy_rss_mb, 0), fmt(r.llama_cpp_rss_mb, 0),
+    ]);
+    const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
+    process.stdout.write(`\n### ${threads} thread${threads > 1 ? "s" : ""}\n\n` + [line(head), line(head.map(() => "---")), ...table.map(line)].join("\n") + "\n");
+  }
+  process.stdout.write(`\nllama.cpp ${lc ? `${lc.version}` : "unavailable"}; toy KV cache ${meta.toy_cache_type ?? "-"}, llama.cpp f16; ` +
+    `medians of ${reps} interleaved runs; read bandwidth ${Object.entries(meta.bandwidth_gbs).map(([t, b]) => `${b} GB/s (${t}t)`).join(", ")}; ` +
+    `load average ${load0[0].toFixed(1)} → ${load1[0].toFixed(1)}; ${meta.minutes} min; ${cpus()[0]?.model}\n`);
+  for (const s of skipped) process.stdout.write(`skipped ${s.name}: ${s.reason}\n`);
+  for (const r of rows) if (r.errors.length) process.stdout.write(`${r.threads}t ${r.model} ${r.test}: ${r.errors.length} failed runs, e.g. ${r.errors[0]}\n`);
 }
 
 async function main(): Promise<void> {
-  const cpu = cpuBackend();
-  if ("error" in cpu) throw new Error(`the cpu backend is not built: ${cpu.error}`);
-  if (only === "training") {
-    const row = trainingRow();
-    if (row) { if (json) process.stdout.write(JSON.stringify(row) + "\n"); else printTraining(row); }
-    return;
+  if (opts.only !== "training") await inference();
+  if (opts.only !== "inference") {
+    const rowsWanted = quick && src("training") === "default" ? ["bench"] : list(opts.training);
+    const training: TrainingOptions = {
+      root, benchDir, rows: rowsWanted, threads: threadCounts, reps, steps: Number(opts.steps),
+      torch: list(opts.torch), log, fixtures: fixturesDir() ?? null,
+    };
+    const result = await trainingRows(training);
+    if (json) for (const r of result) process.stdout.write(JSON.stringify(r) + "\n");
+    else printTraining(result, threadCounts);
   }
-  const models: { name: string; path: string }[] = [];
-  if (only !== "smollm2") for (const t of BENCH_TYPES) models.push({ name: "smollm2-shape (random)", path: ensureBenchModel(join(benchDir, "models"), t, log) });
-  const fx = fixturesDir();
-  if (only !== "synthetic" && fx) models.push({ name: "SmolLM2-135M-Instruct", path: join(fx, "models", "SmolLM2-135M-Instruct.Q4_1.gguf") });
-
-  const peers = flag("--no-peers") ? [] : ["node-llama-cpp", "llama-bench"];
-  const nlc = peers.length ? ensureNodeLlamaCpp(peerDir, log) : { error: "--no-peers" };
-  const lb = peers.length && typeof nlc === "string" ? ensureLlamaBench(benchDir, peerDir, log) : { error: typeof nlc === "string" ? "--no-peers" : nlc.error };
-  if (typeof nlc !== "string") log(`node-llama-cpp unavailable: ${nlc.error}`);
-  if (typeof lb !== "string") log(`llama-bench unavailable: ${lb.error}`);
-
-  const bandwidth = cpu.addon.readBandwidth(threads); // bytes/s
-  log(`threads ${threads}, ${reps} repetitions, read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s`);
-
-  type Runs = { toy: Measurement[]; nlc: Measurement[]; lb: Measurement[] };
-  const runs = new Map<string, Runs>(models.map((m) => [m.path, { toy: [], nlc: [], lb: [] }]));
-  for (let rep = 0; rep < reps; rep++) {
-    for (const m of models) {
-      const r = runs.get(m.path)!;
-      const t = await toyRun(m.path);
-      if ("error" in t) log(`toy failed on ${m.path}: ${t.error}`); else r.toy.push(t);
-      if (typeof nlc === "string") {
-        const p = await peerRun(m.path);
-        if ("error" in p) log(`node-llama-cpp failed on ${m.path}: ${p.error}`); else r.nlc.push(p);
-      }
-      if (typeof lb === "string") {
-        const p = await llamaBench(lb, m.path, threads, PP, TG, 1);
-        if ("error" in p) log(`llama-bench failed on ${m.path}: ${p.error}`); else r.lb.push(p);
-      }
-      log(`rep ${rep + 1}/${reps} ${m.path.split("/").at(-1)}: toy ${fmt(r.toy.at(-1)?.pp_tps)}/${fmt(r.toy.at(-1)?.tg_tps)} t/s, node-llama-cpp ${fmt(r.nlc.at(-1)?.pp_tps)}/${fmt(r.nlc.at(-1)?.tg_tps)}, llama-bench ${fmt(r.lb.at(-1)?.pp_tps)}/${fmt(r.lb.at(-1)?.tg_tps)}`);
-    }
-  }
-
-  const rows: Record<string, unknown>[] = [];
-  for (const m of models) {
-    const r = runs.get(m.path)!;
-    const type = typeOf(m.path);
-    const bound = bandwidth / weightBytesPerToken(m.path);
-    for (const [peer, list] of [["node-llama-cpp", r.nlc], ["llama-bench", r.lb]] as const) {
-      if (!peers.includes(peer) && peers.length) continue;
-      for (const phase of ["prompt", "generation"] as const) {
-        const key = phase === "prompt" ? "pp_tps" : "tg_tps";
-        const toyTps = median(r.toy.map((x) => x[key])), peerTps = median(list.map((x) => x[key]));
-        rows.push({
-          model: m.name, type, phase, peer, toy_tps: toyTps, peer_tps: peerTps, ratio: toyTps / peerTps,
-          bound_tps: phase === "generation" ? bound : null,
-          toy_rss_mb: median(r.toy.map((x) => x.rss_mb)), peer_rss_mb: median(list.map((x) => x.rss_mb)),
-          file_mb: readGGUFHeader(m.path).tensors.reduce((s, t) => s + t.byteLength, 0) / 2 ** 20,
-        });
-      }
-    }
-  }
-  const training = only === "all" ? trainingRow() : null;
-  if (json) {
-    for (const row of rows) process.stdout.write(JSON.stringify(row) + "\n");
-    if (training) process.stdout.write(JSON.stringify(training) + "\n");
-    return;
-  }
-  const head = ["model", "type", "phase", "peer", "toy t/s", "peer t/s", "ratio", "bound t/s", "toy/bound", "toy RSS MB", "peer RSS MB"];
-  const table = rows.map((r) => [
-    String(r.model), String(r.type), String(r.phase), String(r.peer), fmt(r.toy_tps as number), fmt(r.peer_tps as number),
-    fmt(r.ratio as number, 2), r.bound_tps === null ? "" : fmt(r.bound_tps as number), r.bound_tps === null ? "" : fmt((r.toy_tps as number) / (r.bound_tps as number), 2),
-    fmt(r.toy_rss_mb as number), fmt(r.peer_rss_mb as number),
-  ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
-  const line = (cells: string[]) => "| " + cells.map((c, i) => c.padEnd(widths[i])).join(" | ") + " |";
-  process.stdout.write([line(head), line(widths.map((w) => "-".repeat(w))), ...table.map(line)].join("\n") + "\n");
-  process.stdout.write(`\nthreads ${threads}; medians of ${reps} interleaved runs; read bandwidth ${(bandwidth / 1e9).toFixed(1)} GB/s\n`);
-  if (training) printTraining(training);
-}
-
-function fmt(x: number | undefined, digits = 1): string {
-  return x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits);
 }
 
 await main();

@@ -1,13 +1,20 @@
 // The peers toy is measured against, installed only for the benchmark (never dependencies):
-// node-llama-cpp from npm (what a TypeScript user installs; CPU build only) into .bench/peer,
-// and llama.cpp itself, native, built from the source node-llama-cpp carries
-// (llama/gitRelease.bundle) with -DGGML_NATIVE=ON into .bench/llama.cpp.
+// - llama.cpp itself, native: the newest source that can be had offline, the `vendor/llama.cpp`
+//   of the llama-cpp-python sdist on PyPI (LLAMA_CPP_PYTHON below), built with -DGGML_NATIVE=ON
+//   and otherwise llama.cpp's defaults into .bench/llama.cpp/build. $TOY_LLAMA_CPP names an
+//   existing build's bin directory instead (it must hold llama-bench and llama-quantize).
+// - node-llama-cpp from npm (what a TypeScript user installs; CPU build only) into .bench/peer.
 
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { BenchTest } from "./tests.js";
 
 const NLC_VERSION = "3.22.1";
+/** llama-cpp-python 0.3.36 (2026-10-01) vendors llama.cpp at commit 0c1e570. */
+export const LLAMA_CPP_PYTHON = "0.3.36";
+/** The tools the benchmark and the tests against llama.cpp (test/lora.test.ts) use. */
+export const LLAMA_TOOLS = ["llama-bench", "llama-server", "llama-perplexity", "llama-quantize", "llama-batched-bench", "llama-export-lora"];
 
 function run(cmd: string, args: string[], cwd: string, log: (s: string) => void): boolean {
   log(`$ ${cmd} ${args.join(" ")}`);
@@ -27,29 +34,64 @@ export function ensureNodeLlamaCpp(dir: string, log: (s: string) => void): strin
   return ok && existsSync(marker) ? dir : { error: "npm install node-llama-cpp failed" };
 }
 
-/** Build llama-bench natively; returns the binary or an error. */
-export function ensureLlamaBench(benchDir: string, peerDir: string, log: (s: string) => void): string | { error: string } {
-  const src = join(benchDir, "llama.cpp");
-  const bin = join(src, "build", "bin", "llama-bench");
-  if (existsSync(bin)) return bin;
-  const bundle = join(peerDir, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle");
-  if (!existsSync(bundle)) return { error: `${bundle} not found` };
-  if (!existsSync(src) && !run("git", ["clone", "-q", bundle, src], benchDir, log)) return { error: "git clone of the llama.cpp bundle failed" };
-  if (!run("cmake", ["-B", "build", "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF"], src, log)) return { error: "cmake configure failed" };
-  if (!run("cmake", ["--build", "build", "--target", "llama-bench", "-j2"], src, log)) return { error: "cmake build failed" };
-  return existsSync(bin) ? bin : { error: `${bin} not built` };
+export interface LlamaCpp {
+  /** The directory holding llama-bench, llama-quantize, … */
+  bin: string;
+  /** `llama-bench --version`'s first line, e.g. "version: 0.5.0-dev (build 1, commit 0c1e570)". */
+  version: string;
+  /** The short commit, e.g. "0c1e570" ("unknown" when the build could not tell). */
+  commit: string;
+}
+
+/** The default build directory's bin (what test/lora.test.ts also looks at). */
+export const defaultLlamaBin = (benchDir: string): string => join(benchDir, "llama.cpp", "build", "bin");
+
+function describeBuild(bin: string): LlamaCpp | { error: string } {
+  const missing = ["llama-bench", "llama-quantize"].filter((t) => !existsSync(join(bin, t)));
+  if (missing.length) return { error: `${bin} has no ${missing.join(", ")}` };
+  const r = spawnSync(join(bin, "llama-bench"), ["--version"], { encoding: "utf8" });
+  const version = `${r.stdout ?? ""}${r.stderr ?? ""}`.split("\n").find((l) => l.startsWith("version")) ?? "version unknown";
+  return { bin, version, commit: /commit ([0-9a-f]+)/.exec(version)?.[1] ?? "unknown" };
+}
+
+/**
+ * llama.cpp's tools: $TOY_LLAMA_CPP if set (an existing build's bin directory), else
+ * .bench/llama.cpp/build/bin, built there from the llama-cpp-python sdist on first use
+ * (pip download; cmake; ~15 minutes on 2 cores).
+ */
+export function ensureLlamaCpp(benchDir: string, log: (s: string) => void): LlamaCpp | { error: string } {
+  const given = process.env.TOY_LLAMA_CPP;
+  if (given) return describeBuild(given);
+  const bin = defaultLlamaBin(benchDir);
+  if (LLAMA_TOOLS.every((t) => existsSync(join(bin, t)))) return describeBuild(bin);
+  const srcDir = join(benchDir, "src");
+  mkdirSync(srcDir, { recursive: true });
+  const sdist = () => readdirSync(srcDir).find((f) => f.startsWith(`llama_cpp_python-${LLAMA_CPP_PYTHON}`) && f.endsWith(".tar.gz"));
+  if (!sdist() && !run("python3", ["-m", "pip", "download", "--no-deps", "--no-binary", ":all:", `llama-cpp-python==${LLAMA_CPP_PYTHON}`, "-d", srcDir], benchDir, log)) {
+    return { error: `pip download llama-cpp-python==${LLAMA_CPP_PYTHON} failed` };
+  }
+  const tarball = sdist();
+  if (!tarball) return { error: `no llama_cpp_python-${LLAMA_CPP_PYTHON}*.tar.gz in ${srcDir}` };
+  const source = join(srcDir, tarball.replace(/\.tar\.gz$/, ""), "vendor", "llama.cpp");
+  if (!existsSync(source) && !run("tar", ["xzf", tarball], srcDir, log)) return { error: `tar xzf ${tarball} failed` };
+  if (!existsSync(join(source, "CMakeLists.txt"))) return { error: `${source} has no CMakeLists.txt` };
+  const build = join(benchDir, "llama.cpp", "build");
+  if (!run("cmake", ["-S", source, "-B", build, "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF"], benchDir, log)) return { error: "cmake configure failed" };
+  if (!run("cmake", ["--build", build, "--target", ...LLAMA_TOOLS, "-j2"], benchDir, log)) return { error: "cmake build failed" };
+  return describeBuild(bin);
 }
 
 export interface Measurement {
-  pp_tps: number;
-  tg_tps: number;
+  /** Tokens/s of the test. */
+  tps: number;
+  /** Peak resident memory of the process, MiB. */
   rss_mb: number;
 }
 
 /** Run a command, polling its peak resident memory (VmHWM) from /proc while it runs. */
-export function runMeasured(cmd: string, args: string[], timeoutMs = 600_000): Promise<{ stdout: string; stderr: string; status: number | null; peakRssMb: number }> {
+export function runMeasured(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 1_800_000): Promise<{ stdout: string; stderr: string; status: number | null; peakRssMb: number }> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env });
     let stdout = "", stderr = "", peakKb = 0;
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
@@ -68,12 +110,17 @@ export function runMeasured(cmd: string, args: string[], timeoutMs = 600_000): P
   });
 }
 
-/** llama-bench -p PP -n TG: tokens/s of each test (the mean over its repetitions). */
-export async function llamaBench(bin: string, model: string, threads: number, pp: number, tg: number, reps: number): Promise<Measurement | { error: string }> {
-  const r = await runMeasured(bin, ["-m", model, "-p", String(pp), "-n", String(tg), "-t", String(threads), "-r", String(reps), "-o", "json", "-fa", "0"]);
+/**
+ * One llama-bench process for one test, with llama.cpp's defaults (flash attention auto, F16 KV
+ * cache, weight repacking on) and one repetition after its warm-up run: pp N is `-p N -n 0`,
+ * tg N at depth D is `-p 0 -n N -d D`.
+ */
+export async function llamaBench(bin: string, model: string, threads: number, test: BenchTest): Promise<Measurement | { error: string }> {
+  const shape = test.kind === "pp" ? ["-p", String(test.n), "-n", "0"] : ["-p", "0", "-n", String(test.n), "-d", String(test.depth)];
+  const r = await runMeasured(join(bin, "llama-bench"), ["-m", model, ...shape, "-t", String(threads), "-r", "1", "-o", "json"]);
   if (r.status !== 0) return { error: `llama-bench exited ${r.status}: ${r.stderr.trim().split("\n").slice(-2).join(" | ")}` };
-  const rows = JSON.parse(r.stdout) as { n_prompt: number; n_gen: number; avg_ts: number }[];
-  const ppRow = rows.find((x) => x.n_prompt === pp && x.n_gen === 0);
-  const tgRow = rows.find((x) => x.n_gen === tg && x.n_prompt === 0);
-  return { pp_tps: ppRow?.avg_ts ?? NaN, tg_tps: tgRow?.avg_ts ?? NaN, rss_mb: r.peakRssMb };
+  const rows = JSON.parse(r.stdout) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];
+  const row = rows.find((x) => (test.kind === "pp" ? x.n_prompt === test.n && x.n_gen === 0 : x.n_gen === test.n && x.n_prompt === 0));
+  if (!row) return { error: `llama-bench printed no ${test.name} row` };
+  return { tps: row.avg_ts, rss_mb: r.peakRssMb };
 }

@@ -1,30 +1,45 @@
 // One benchmark measurement of toy in its own process (so peak memory is its own):
-//   node dist/bench/toyRun.js MODEL THREADS PROMPT_TOKENS GEN_TOKENS
-// prints {"pp_tps", "tg_tps", "rss_mb"}: prompt processing from an empty cache, then greedy
-// generation one token at a time through the KV cache, as llama-bench's pp and tg tests do.
+//   node dist/bench/toyRun.js MODEL THREADS TEST [CACHE_TYPE]
+// TEST is ppN or tgN[@D] (bench/tests.ts). Prints {"tps", "rss_mb", "cache_type"}: ppN is one
+// forward of N tokens from an empty cache; tgN@D first fills the cache with D tokens (untimed,
+// in forwards of 512 as llama-bench's micro-batches), then times N greedy decode steps, one token
+// at a time through the KV cache, as llama-bench's tests do.
+// CACHE_TYPE (f32, f16, q8_0; default f16 as llama.cpp) is passed to the model's newCache where
+// toy has KV-cache types; without them the cache is float32 and "cache_type" says so.
 
 import { loadModel } from "../src/archs/index.js";
 import { selectBackend } from "../src/backends/index.js";
 import { argmax } from "../src/engines/sampling.js";
+import { benchTokens, parseTest } from "./tests.js";
 
-const [path, threadsArg, ppArg, tgArg, backendArg] = process.argv.slice(2);
-const threads = Number(threadsArg), pp = Number(ppArg), tg = Number(tgArg);
-const device = selectBackend(backendArg ?? "cpu", { threads });
+const [path, threadsArg, testArg, cacheTypeArg] = process.argv.slice(2);
+const test = parseTest(testArg);
+const device = selectBackend("cpu", { threads: Number(threadsArg) });
 const model = loadModel(path, device);
-const prompt = Int32Array.from({ length: pp }, (_, i) => 300 + ((i * 7919) % 20000));
+
+// KV-cache types, where this build of toy has them (a model then reports its `cacheType`).
+type CacheMaker = (capacity: number, opts?: { type?: string }) => ReturnType<typeof model.newCache>;
+const typed = "cacheType" in model;
+const cacheType = typed ? (cacheTypeArg ?? "f16") : "f32";
+const newCache = (capacity: number) => (typed ? (model.newCache as CacheMaker)(capacity, { type: cacheType }) : model.newCache(capacity));
 
 // Warm-up: touch every weight page once (llama-bench also runs a warm-up).
-model.forward(prompt.subarray(0, 8), model.newCache(pp + tg + 8), "last");
+model.forward(benchTokens(8, model.nVocab), newCache(16), "last");
 
-let cache = model.newCache(pp + tg);
-let t0 = performance.now();
-model.forward(prompt, cache, "last");
-const ppMs = performance.now() - t0;
-
-cache = model.newCache(tg + 1);
-let token = 1;
-t0 = performance.now();
-for (let i = 0; i < tg; i++) token = argmax(model.forward(Int32Array.of(token), cache, "last").data);
-const tgMs = performance.now() - t0;
-
-process.stdout.write(JSON.stringify({ pp_tps: pp / (ppMs / 1000), tg_tps: tg / (tgMs / 1000), rss_mb: process.resourceUsage().maxRSS / 1024 }) + "\n");
+let seconds: number;
+if (test.kind === "pp") {
+  const prompt = benchTokens(test.n, model.nVocab);
+  const cache = newCache(test.n);
+  const t0 = performance.now();
+  model.forward(prompt, cache, "last");
+  seconds = (performance.now() - t0) / 1000;
+} else {
+  const cache = newCache(test.depth + test.n + 1);
+  const fill = benchTokens(test.depth, model.nVocab);
+  for (let p = 0; p < test.depth; p += 512) model.forward(fill.subarray(p, Math.min(test.depth, p + 512)), cache, "last");
+  let token = 1;
+  const t0 = performance.now();
+  for (let i = 0; i < test.n; i++) token = argmax(model.forward(Int32Array.of(token), cache, "last").data);
+  seconds = (performance.now() - t0) / 1000;
+}
+process.stdout.write(JSON.stringify({ tps: test.n / seconds, rss_mb: process.resourceUsage().maxRSS / 1024, cache_type: cacheType }) + "\n");
