@@ -8,7 +8,7 @@ import { GGMLType } from "../src/io/gguf/types.js";
 import { writeGGUF, type GGUFMetadataEntry, type GGUFTensorData } from "../src/io/gguf/writer.js";
 import { GGUFValueType } from "../src/io/gguf/reader.js";
 import { quantize } from "../src/quant/index.js";
-import { Rng } from "../src/engines/rng.js";
+import { Rng } from "../src/data/rng.js";
 
 export const SMOL_SHAPE = { nEmbd: 576, nLayer: 30, nHead: 9, nKVHead: 3, nFF: 1536, nVocab: 49152, ctx: 2048 };
 export type BenchType = "F32" | "Q8_0" | "Q4_0" | "Q4_K_M";
