@@ -44,7 +44,7 @@ export interface LoraRun extends RealizedRun {
  * small, so they take a larger step than full fine-tuning, but not a from-scratch one. A sweep
  * on SmolLM2 (docs/cli.md, "Learning rates for a pretrained model") picked these.
  */
-export const LORA_DEFAULTS = { lr: 1e-3, warmup: 0 } as const;
+export const LORA_DEFAULTS = { lr: 3e-3, warmup: 0 } as const;
 
 export const lora = {
   name: "lora",

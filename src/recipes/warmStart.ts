@@ -25,7 +25,7 @@ export interface RealizedRun {
  * SmolLM2-135M, 1e-3 (cosine, no warmup) took the training loss from 3.71 to 4.69 in 4 steps.
  * A sweep on SmolLM2 (docs/cli.md, "Learning rates for a pretrained model") picked these.
  */
-export const WARM_START_DEFAULTS = { lr: 1e-3, warmup: 0 } as const;
+export const WARM_START_DEFAULTS = { lr: 1e-4, warmup: 0 } as const;
 
 export const warmStart = {
   name: "warm-start",
