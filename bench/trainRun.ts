@@ -18,7 +18,7 @@
 
 import { cpuBackend, selectBackend } from "../src/backends/index.js";
 import { fromScratch, scratchConfig } from "../src/recipes/fromScratch.js";
-import { Rng } from "../src/engines/rng.js";
+import { Rng } from "../src/data/rng.js";
 
 const threads = Number(process.argv[2] ?? "2");
 selectBackend("cpu", { threads });

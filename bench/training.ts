@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
-import { Rng } from "../src/engines/rng.js";
+import { Rng } from "../src/data/rng.js";
 import { initialModelBytes, scratchConfig } from "../src/recipes/fromScratch.js";
 import { SMOL_FIXTURE } from "./models.js";
 import { runMeasured } from "./peers.js";

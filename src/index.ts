@@ -11,22 +11,27 @@ export {
   add, softmax, logSumExp, scale, softcap, gatherRows, type RopeConfig,
 } from "./primitives/index.js";
 
-// Blocks: layers with their parameters.
-export { norm, type NormWeights } from "./blocks/norm.js";
-export { selfAttention, type AttentionWeights, type AttentionConfig } from "./blocks/selfAttention.js";
-export { feedForward, type FeedForwardKind, type FeedForwardWeights } from "./blocks/feedForward.js";
-export { mixtureOfExperts, type ExpertsWeights } from "./blocks/mixtureOfExperts.js";
-export { transformerBlock, type BlockWeights, type BlockConfig } from "./blocks/transformerBlock.js";
+// Blocks: layers written once against Ops (weights by GGUF name), run for inference (Tensors,
+// KV cache) or training (Vars on the tape).
+export type { Ops, Value, RopeSpec, ExpertResult } from "./blocks/ops.js";
+export { InferenceOps, RopeTables, type StoredWeights } from "./blocks/inferenceOps.js";
+export { TrainingOps, ParamVars, type Parameters, type Adapter, type TrainSetup, type SequenceBatch } from "./blocks/trainingOps.js";
+export { TENSORS, blockNames, BLOCK_MATRICES, type BlockNames, type LayerNames } from "./blocks/tensorNames.js";
+export { norm, type NormConfig } from "./blocks/norm.js";
+export { selfAttention, attendThroughCache, type AttentionConfig } from "./blocks/selfAttention.js";
+export { feedForward, type FeedForwardKind, type FeedForwardNames, type FeedForwardRows } from "./blocks/feedForward.js";
+export { mixtureOfExperts, route } from "./blocks/mixtureOfExperts.js";
+export { transformerBlock, type BlockConfig } from "./blocks/transformerBlock.js";
 export { KVCache, LayerCache, type Segment } from "./blocks/kvCache.js";
 
 // Architectures: a config read from GGUF metadata and a one-screen forward.
 export {
   ARCHITECTURES, registerArchitecture, supportedArchitectures, architectureOf,
-  configOf, loadModel, loadModelFromFile,
+  configOf, loadModel, loadModelFromFile, architectureFor, forwardFor, tensorsFor,
 } from "./archs/index.js";
-export { buildModel, type Architecture, type ForwardInput, type LanguageModel } from "./archs/model.js";
+export { buildModel, forwardOf, type Architecture, type Forward, type LanguageModel } from "./archs/model.js";
 export { baseConfig, ropeConfig, type ModelConfig } from "./archs/config.js";
-export { loadDecoder, type DecoderWeights } from "./archs/layers.js";
+export { attentionConfig, blockConfig, blockConfigs, decoderTensors, isWindowedLayer, type TensorSpec } from "./archs/layers.js";
 export { ModelWeights, toFloat32 } from "./archs/weights.js";
 export { llama, decoderForward, llamaLikeConfig } from "./archs/llama.js";
 export { qwen2, qwen3 } from "./archs/qwen.js";
@@ -34,7 +39,7 @@ export { gemma2 } from "./archs/gemma2.js";
 export { olmoe } from "./archs/olmoe.js";
 export { gpt2 } from "./archs/gpt2.js";
 // The Vision Transformer (docs/vit.md): an image classifier, not a LanguageModel.
-export { vitForward, loadVitWeights, loadVisionModel, patchify, type VisionModel, type VitWeights } from "./archs/vit.js";
+export { vitForward, vitTensors, vitBlockConfig, loadVisionModel, patchify, type VisionModel } from "./archs/vit.js";
 export { vitConfigOf, vitLabelsOf, vitConfigProblem, patchCount, VIT_KEYS, type VitConfig } from "./archs/vitConfig.js";
 
 // Engines: decoding with a KV cache, sampling, scoring.
@@ -44,7 +49,7 @@ export {
 } from "./engines/generate.js";
 export { Sampler, DEFAULT_SAMPLING, argmax, topIds, type SamplingOptions } from "./engines/sampling.js";
 export { scoreTokens, scoreWindows, type Scores, type ScoreOptions, type PositionScore } from "./engines/evaluate.js";
-export { Rng } from "./engines/rng.js";
+export { Rng } from "./data/rng.js";
 
 // Backends.
 export { selectBackend, kernelsFor, cpuBackend, tsKernels, type Device, type Kernels } from "./backends/index.js";
@@ -64,7 +69,7 @@ export { Metadata } from "./io/gguf/metadata.js";
 export { tokenizerFromMetadata, type Tokenizer, type EncodeOptions, type DecodeOptions } from "./io/tokenizer/index.js";
 export { chatTemplateFor, ChatTemplate, parseMessages, type ChatMessage } from "./io/chat/template.js";
 export { listModels, resolveModelName, type ModelEntry, type Listing } from "./io/discovery/index.js";
-export { resolveModelPath, defaultModelPath } from "./cli/modelNames.js";
+export { resolveModelPath, defaultModelPath } from "./io/discovery/modelNames.js";
 
 // io: images — IDX (MNIST) and PNG/JPEG class folders, standardization, seeded batches (docs/images.md).
 export {
@@ -91,12 +96,14 @@ export {
 // the sequence engine's forward + backward, AdamW and schedules, the recipes.
 export * as autograd from "./autograd/index.js";
 export { Tape, Var } from "./autograd/tape.js";
-export { lossAndGradients, trainingForward, type Parameters, type Batch, type LossAndGradients } from "./engines/trainForward.js";
-export { parametersFromFile, writeCheckpoint } from "./engines/trainParams.js";
-export { Trainer, DEFAULT_TRAIN_OPTIONS, nextToken, type Objective, type TrainOptions, type RunOptions, type StepResult } from "./engines/train.js";
-export { vitTrainingForward, imageClassification, type ImageBatchInput } from "./engines/vitForward.js";
+export {
+  lossAndGradients, trainingForward, vitTrainingForward, imageClassification, nextToken, Trainer, DEFAULT_TRAIN_OPTIONS,
+  parametersFromFile, writeCheckpoint, saveTrainingState, restoreTrainingState, EventLog, EVENT_SCHEMA, runLoop,
+  type LossAndGradients, type Objective, type ImageBatchInput, type TrainOptions, type RunOptions, type StepResult,
+  type RunEvent, type LoopSetup, type LoopOutput,
+} from "./train/index.js";
+export type { Batch } from "./data/batch.js";
 export { classify, formatConfusion, type ClassifyResult } from "./engines/classify.js";
-export { EventLog, EVENT_SCHEMA, type RunEvent } from "./engines/trainEvents.js";
 export { AdamW, learningRate, clipGradNorm, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
 export {
   warmStart, fromScratch, lora, SCRATCH_CONFIGS, DEFAULT_SCRATCH_CONFIG, scratchConfig, DEFAULT_LORA_TARGETS,

@@ -38,7 +38,7 @@ function compile(doc: string): { js: string; errors: string[] } {
 
 test.after(() => rmSync(join(projectRoot, "dist", "doc-examples"), { recursive: true, force: true }));
 
-test("docs/authoring.md: the worked example type-checks and runs", () => {
+test("docs/authoring.md: the worked example type-checks, runs and trains", () => {
   const { js, errors } = compile("authoring.md");
   assert.deepEqual(errors, []);
   const r = spawnSync(process.execPath, [js], { encoding: "utf8", timeout: 120_000 });
@@ -46,6 +46,7 @@ test("docs/authoring.md: the worked example type-checks and runs", () => {
   const out = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
   assert.equal(out.arch, "primer");
   assert.equal(out.generated.length, 8);
+  assert.ok(out.losses.at(-1) < out.losses[0], `the new architecture trains: ${out.losses.join(", ")}`);
 });
 
 test("docs/framework.md: the examples type-check against the library's exports", () => {

@@ -9,7 +9,7 @@ import {
   add, attention, combineExperts, crossEntropy, embedding, gatherRows, geglu, gelu, IGNORE, layerNorm, linear,
   reshape, rmsNorm, rope, ropeFrequencies, scale, sliceCols, sliceRows, softcap, softmax, swiglu,
 } from "../src/autograd/ops/index.js";
-import { Rng } from "../src/engines/rng.js";
+import { Rng } from "../src/data/rng.js";
 import { AdamW } from "../src/optim/adamw.js";
 import { clipGradNorm, globalNorm } from "../src/optim/clip.js";
 import { learningRate } from "../src/optim/schedule.js";

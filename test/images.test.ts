@@ -12,7 +12,7 @@ import { gzipSync } from "node:zlib";
 import { encode as encodePng, type ImageData as PngImage } from "fast-png";
 import { encode as encodeJpeg } from "jpeg-js";
 import { DataFileError, EXIT, UsageError } from "../src/errors.js";
-import { Rng } from "../src/engines/rng.js";
+import { Rng } from "../src/data/rng.js";
 import {
   ImageBatches, batchesInOrder, classCounts, computeNormalization, encodeIdx, isGray, loadImage,
   loadImageFolder, loadMnistDir, normalize, parseIdx, randomTranslate, readIdx, readImage,

@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readGGUF, type GGUFFile } from "../src/io/gguf/reader.js";
-import { parametersFromFile } from "../src/engines/trainParams.js";
+import { parametersFromFile } from "../src/train/params.js";
 import { tokenizerFromMetadata } from "../src/io/tokenizer/index.js";
 import { GGUFValueType } from "../src/io/gguf/reader.js";
 import { GGMLType } from "../src/io/gguf/types.js";

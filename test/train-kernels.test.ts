@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cpuBackend } from "../src/backends/index.js";
 import { trainKernelsFor, tsTrainKernels, type AttentionShape } from "../src/autograd/kernels/index.js";
-import { Rng } from "../src/engines/rng.js";
+import { Rng } from "../src/data/rng.js";
 
 const cpu = cpuBackend();
 const skip = "error" in cpu ? `no native backend (${cpu.error})` : false;

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel } from "../src/archs/index.js";
-import { lossAndGradients } from "../src/engines/trainForward.js";
+import { lossAndGradients } from "../src/train/objectives.js";
 import { warmStart } from "../src/recipes/warmStart.js";
 import { fixtures } from "./helpers/fixtures.js";
 import { cpuBackend, type Device } from "../src/backends/index.js";

@@ -14,11 +14,11 @@ import { tsTrainKernels, trainKernelsFor } from "../src/autograd/kernels/index.j
 import { loadVisionModel } from "../src/archs/vit.js";
 import { vitConfigOf, type VitConfig } from "../src/archs/vitConfig.js";
 import { cpuBackend } from "../src/backends/index.js";
-import { Rng } from "../src/engines/rng.js";
-import { imageClassification, vitTrainingForward, type ImageBatchInput } from "../src/engines/vitForward.js";
+import { Rng } from "../src/data/rng.js";
+import { imageClassification, vitTrainingForward, type ImageBatchInput } from "../src/train/objectives.js";
 import { parseGGUF, readGGUF } from "../src/io/gguf/reader.js";
 import { initialVitBytes, vitConfigFor, vitTiny } from "../src/recipes/vitTiny.js";
-import { parametersFromFile } from "../src/engines/trainParams.js";
+import { parametersFromFile } from "../src/train/params.js";
 import { encodeIdx, ImageBatches, loadMnistDir } from "../src/io/images/index.js";
 import { readVitCard, renderVitCard } from "../src/card/vit.js";
 import { gradChecker } from "./helpers/gradCheck.js";

@@ -1,13 +1,11 @@
-// Gemma 2: embeddings scaled by √d, RMSNorm before and after both attention and the GeGLU
-// FFN, attention logits soft-capped, sliding-window attention on even layers, NEOX RoPE, and
-// the final logits soft-capped. (The (1 + w) norm offset is already folded into the GGUF.)
+// Gemma 2, as a config of the shared decoder (archs/llama.ts decoderForward): embeddings scaled
+// by √d, RMSNorm before and after both attention and the GeGLU FFN, attention logits
+// soft-capped, sliding-window attention on even layers, NEOX RoPE, and the final logits
+// soft-capped. (The (1 + w) norm offset is already folded into the GGUF.)
 
-import { norm } from "../blocks/norm.js";
-import { transformerBlock } from "../blocks/transformerBlock.js";
-import { embedding, gatherRows, matmul, scale, softcap } from "../primitives/index.js";
+import { Metadata } from "../io/gguf/metadata.js";
 import { llamaLikeConfig } from "./llama.js";
 import type { Architecture } from "./model.js";
-import { Metadata } from "../io/gguf/metadata.js";
 
 export const gemma2: Architecture = {
   name: "gemma2",
@@ -27,17 +25,5 @@ export const gemma2: Architecture = {
       postNorms: true,
       finalSoftcap: m.number("gemma2.final_logit_softcapping", 30),
     };
-  },
-
-  //   x = √d · E[ids]                                                [T, d]
-  //   for each layer:  x = x + postNorm(Attn(norm(x))),  x = x + postNorm(GeGLU(norm(x)))
-  //   logits = cap · tanh(norm(x) Wₒᵤₜᵀ / cap)                        [T, vocab]
-  forward(w, c, { ids, segments, positions, lastRows, device }) {
-    let x = scale(embedding(w.tokenEmbd, ids, device), c.embedScale);               // [T, d]
-    w.blocks.forEach((block, l) => {
-      x = transformerBlock(x, block, w.blockConfigs[l], segments, l, positions);           // [T, d]
-    });
-    if (lastRows) x = gatherRows(x, lastRows);                                     // [S, d]
-    return softcap(matmul(norm(x, w.outputNorm), w.output), c.finalSoftcap);        // [T|S, vocab]
   },
 };

@@ -1,9 +1,7 @@
-// GPT-2: learned position embeddings, LayerNorm with bias, one fused q/k/v projection with
-// bias, and a GELU MLP with biases.
+// GPT-2, as a config of the shared decoder (archs/llama.ts decoderForward): learned position
+// embeddings (no RoPE), LayerNorm with bias, one fused q/k/v projection with bias, and a GELU
+// MLP with biases.
 
-import { norm } from "../blocks/norm.js";
-import { transformerBlock } from "../blocks/transformerBlock.js";
-import { add, embedding, gatherRows, matmul } from "../primitives/index.js";
 import { baseConfig } from "./config.js";
 import type { Architecture } from "./model.js";
 
@@ -19,17 +17,5 @@ export const gpt2: Architecture = {
       ffn: { kind: "mlp", bias: true, experts: 0, expertsUsed: 0 },
       embedScale: 1, postNorms: false, finalSoftcap: 0,
     };
-  },
-
-  //   x = E[ids] + P[positions]                                      [T, d]
-  //   for each layer:  x = x + Attn(LN(x)),  x = x + MLP(LN(x))
-  //   logits = LN(x) Wₒᵤₜᵀ                                           [T, vocab]
-  forward(w, _c, { ids, segments, positions, lastRows, device }) {
-    let x = add(embedding(w.tokenEmbd, ids, device), embedding(w.positionEmbd!, positions, device)); // [T, d]
-    w.blocks.forEach((block, l) => {
-      x = transformerBlock(x, block, w.blockConfigs[l], segments, l, positions);           // [T, d]
-    });
-    if (lastRows) x = gatherRows(x, lastRows);                                     // [S, d]
-    return matmul(norm(x, w.outputNorm), w.output);                                 // [T|S, vocab]
   },
 };

@@ -7,11 +7,12 @@ import type { ModelConfig } from "./config.js";
 import { gemma2 } from "./gemma2.js";
 import { gpt2 } from "./gpt2.js";
 import { llama } from "./llama.js";
-import { buildModel, type Architecture, type LanguageModel } from "./model.js";
+import { buildModel, forwardOf, type Architecture, type Forward, type LanguageModel } from "./model.js";
+import { decoderTensors, type TensorSpec } from "./layers.js";
 import { olmoe } from "./olmoe.js";
 import { qwen2, qwen3 } from "./qwen.js";
 
-export type { LanguageModel, Architecture } from "./model.js";
+export type { LanguageModel, Architecture, Forward } from "./model.js";
 export type { ModelConfig } from "./config.js";
 
 export const ARCHITECTURES: Record<string, Architecture> = { llama, qwen2, qwen3, gemma2, olmoe, gpt2 };
@@ -36,6 +37,23 @@ export function architectureOf(file: GGUFFile): Architecture {
   }
   if (!arch) throw new ModelFileError(`${file.path}: architecture "${name}" is not supported (supported: ${supportedArchitectures().join(", ")})`);
   return arch;
+}
+
+/** The architecture a config names (a registered one included). */
+export function architectureFor(c: ModelConfig): Architecture {
+  const arch = ARCHITECTURES[c.arch];
+  if (!arch) throw new ModelFileError(`architecture "${c.arch}" is not supported (supported: ${supportedArchitectures().join(", ")})`);
+  return arch;
+}
+
+/** The forward of a config's architecture: what inference and training both run. */
+export function forwardFor(c: ModelConfig): Forward {
+  return forwardOf(architectureFor(c));
+}
+
+/** The tensors a config's architecture reads, with their ggml dims. */
+export function tensorsFor(c: ModelConfig): TensorSpec[] {
+  return (architectureFor(c).tensors ?? decoderTensors)(c);
 }
 
 /** The configuration a model file describes. */

@@ -1,117 +1,100 @@
-// Loading the weights of a decoder from llama.cpp's tensor names, for any ModelConfig:
-// blk.N.attn_norm, attn_q/k/v (or attn_qkv), attn_output, ffn_norm, ffn_gate/up/down
-// (or ffn_*_exps for experts), post norms, output_norm, output (or the tied token_embd).
+// What a decoder's config means layer by layer: each block's settings (the sliding-window rule
+// lives here, once) and the tensors the decoder reads, with their ggml dims, by llama.cpp's
+// names (blocks/tensorNames.ts): blk.N.attn_norm, attn_q/k/v (or attn_qkv), attn_output,
+// ffn_norm, ffn_gate/up/down (or ffn_*_exps for experts), post norms, output_norm, output (or
+// the tied token_embd).
 
 import type { AttentionConfig } from "../blocks/selfAttention.js";
-import type { BlockConfig, BlockWeights } from "../blocks/transformerBlock.js";
-import type { NormWeights } from "../blocks/norm.js";
-import type { FeedForwardWeights } from "../blocks/feedForward.js";
-import { ropeInvFreq, type RopeConfig } from "../primitives/index.js";
-import { sliceWeightRows, type Weight } from "../tensor/weight.js";
+import type { BlockConfig } from "../blocks/transformerBlock.js";
+import { blockNames, TENSORS } from "../blocks/tensorNames.js";
 import type { ModelConfig } from "./config.js";
-import type { ModelWeights } from "./weights.js";
 
-export interface DecoderWeights {
-  tokenEmbd: Weight;
-  positionEmbd?: Weight;
-  blocks: BlockWeights[];
-  blockConfigs: BlockConfig[];
-  outputNorm: NormWeights;
-  output: Weight;
+/** A tensor a forward reads: its name and ggml dims; `optional`: read only if the file has it. */
+export interface TensorSpec {
+  name: string;
+  dims: number[];
+  optional?: boolean;
 }
 
-function loadNorm(w: ModelWeights, name: string, c: ModelConfig, width = c.nEmbd): NormWeights {
-  const bias = c.norm.kind === "layer" ? w.optionalVector(`${name}.bias`, width) ?? null : null;
-  return { kind: c.norm.kind, eps: c.norm.eps, weight: w.vector(`${name}.weight`, width), bias };
-}
-
-/** Experts are stored as one 3-D tensor each for gate, up and down: [in, out, experts]. */
-function loadExperts(w: ModelWeights, b: string, c: ModelConfig): FeedForwardWeights[] {
-  const E = c.ffn.experts;
-  const gate = w.need(`${b}.ffn_gate_exps.weight`, [c.nEmbd, c.nFF, E]);
-  const up = w.need(`${b}.ffn_up_exps.weight`, [c.nEmbd, c.nFF, E]);
-  const down = w.need(`${b}.ffn_down_exps.weight`, [c.nFF, c.nEmbd, E]);
-  return Array.from({ length: E }, (_, e) => ({
-    gate: { ...sliceWeightRows(gate, e * c.nFF, (e + 1) * c.nFF, `${gate.name}[${e}]`), dims: [c.nEmbd, c.nFF] },
-    up: { ...sliceWeightRows(up, e * c.nFF, (e + 1) * c.nFF, `${up.name}[${e}]`), dims: [c.nEmbd, c.nFF] },
-    down: { ...sliceWeightRows(down, e * c.nEmbd, (e + 1) * c.nEmbd, `${down.name}[${e}]`), dims: [c.nFF, c.nEmbd] },
-  }));
-}
-
-function loadBlock(w: ModelWeights, l: number, c: ModelConfig): BlockWeights {
-  const b = `blk.${l}`;
-  const qWidth = c.nHead * c.headDim, kvWidth = c.nKVHead * c.headDim;
+/** Whether layer l attends through a sliding window: every layer, or the even ones (Gemma 2). */
+export function isWindowedLayer(c: ModelConfig, l: number): boolean {
   const a = c.attention;
-  let q: Weight, k: Weight, v: Weight;
-  let qBias: Float32Array | undefined, kBias: Float32Array | undefined, vBias: Float32Array | undefined;
-  if (a.fusedQKV) {
-    const qkv = w.need(`${b}.attn_qkv.weight`, [c.nEmbd, qWidth + 2 * kvWidth]);
-    [q, k, v] = [[0, qWidth], [qWidth, qWidth + kvWidth], [qWidth + kvWidth, qWidth + 2 * kvWidth]].map(([from, to]) => sliceWeightRows(qkv, from, to));
-    const bias = a.qkvBias ? w.vector(`${b}.attn_qkv.bias`, qWidth + 2 * kvWidth) : undefined;
-    [qBias, kBias, vBias] = bias ? [bias.subarray(0, qWidth), bias.subarray(qWidth, qWidth + kvWidth), bias.subarray(qWidth + kvWidth)] : [];
-  } else {
-    q = w.need(`${b}.attn_q.weight`, [c.nEmbd, qWidth]);
-    k = w.need(`${b}.attn_k.weight`, [c.nEmbd, kvWidth]);
-    v = w.need(`${b}.attn_v.weight`, [c.nEmbd, kvWidth]);
-    if (a.qkvBias) {
-      qBias = w.vector(`${b}.attn_q.bias`, qWidth);
-      kBias = w.vector(`${b}.attn_k.bias`, kvWidth);
-      vBias = w.vector(`${b}.attn_v.bias`, kvWidth);
+  return a.window > 0 && (a.windowLayers === "all" || l % 2 === 0);
+}
+
+/** Layer l's attention: heads, projections, RoPE and the options of the attention kernel. */
+export function attentionConfig(c: ModelConfig, l: number): AttentionConfig {
+  const a = c.attention;
+  return {
+    heads: c.nHead, kvHeads: c.nKVHead, headDim: c.headDim,
+    qkvBias: a.qkvBias, fusedQKV: a.fusedQKV, outBias: a.outBias, qkNorm: a.qkNorm, normEps: c.norm.eps,
+    rope: c.rope,
+    attn: { scale: a.scale, softcap: a.softcap, window: isWindowedLayer(c, l) ? a.window : 0, causal: true },
+  };
+}
+
+export function blockConfig(c: ModelConfig, l: number): BlockConfig {
+  return {
+    norm: c.norm, attn: attentionConfig(c, l),
+    ffn: { kind: c.ffn.kind, bias: c.ffn.bias, experts: c.ffn.experts, expertsUsed: c.ffn.expertsUsed, width: c.nFF },
+    postNorms: c.postNorms,
+  };
+}
+
+const made = new WeakMap<ModelConfig, BlockConfig[]>();
+
+/** Every layer's BlockConfig (made once per config object: a decode step only reads them). */
+export function blockConfigs(c: ModelConfig): BlockConfig[] {
+  let layers = made.get(c);
+  if (!layers) made.set(c, (layers = Array.from({ length: c.nLayer }, (_, l) => blockConfig(c, l))));
+  return layers;
+}
+
+/** The tensors a decoder of config c reads. */
+export function decoderTensors(c: ModelConfig): TensorSpec[] {
+  const d = c.nEmbd, F = c.nFF, E = c.ffn.experts, qW = c.nHead * c.headDim, kvW = c.nKVHead * c.headDim, a = c.attention;
+  const out: TensorSpec[] = [];
+  const add = (name: string, dims: number[], optional = false) => out.push(optional ? { name, dims, optional } : { name, dims });
+  const norm = (n: { weight: string; bias: string }) => {
+    add(n.weight, [d]);
+    if (c.norm.kind === "layer") add(n.bias, [d], true);
+  };
+  add(TENSORS.tokenEmbd, [d, c.nVocab]);
+  if (!c.rope) add(TENSORS.positionEmbd, [d, c.contextLength]);
+  if (c.rope?.freqFactors) add(TENSORS.ropeFreqs, [c.rope.dims / 2]);
+  for (let l = 0; l < c.nLayer; l++) {
+    const n = blockNames(l);
+    norm(n.attnNorm);
+    if (a.fusedQKV) {
+      add(n.attnQKV.weight, [d, qW + 2 * kvW]);
+      if (a.qkvBias) add(n.attnQKV.bias, [qW + 2 * kvW]);
+    } else {
+      for (const [m, w] of [[n.attnQ, qW], [n.attnK, kvW], [n.attnV, kvW]] as const) {
+        add(m.weight, [d, w]);
+        if (a.qkvBias) add(m.bias, [w]);
+      }
+    }
+    if (a.qkNorm) {
+      add(n.attnQNorm.weight, [a.qkNorm === "head" ? c.headDim : qW]);
+      add(n.attnKNorm.weight, [a.qkNorm === "head" ? c.headDim : kvW]);
+    }
+    add(n.attnOutput.weight, [qW, d]);
+    if (a.outBias) add(n.attnOutput.bias, [d]);
+    norm(n.ffnNorm);
+    if (c.postNorms) { norm(n.postAttnNorm); norm(n.postFfnNorm); }
+    if (E > 0) {
+      add(n.ffnRouter.weight, [d, E]);
+      add(n.ffnGateExps.weight, [d, F, E]);
+      add(n.ffnUpExps.weight, [d, F, E]);
+      add(n.ffnDownExps.weight, [F, d, E]);
+    } else {
+      if (c.ffn.kind !== "mlp") add(n.ffnGate.weight, [d, F]);
+      add(n.ffnUp.weight, [d, F]);
+      add(n.ffnDown.weight, [F, d]);
+      if (c.ffn.bias) { add(n.ffnUp.bias, [F]); add(n.ffnDown.bias, [d]); }
     }
   }
-  const normWidth = a.qkNorm === "head" ? [c.headDim, c.headDim] : [qWidth, kvWidth];
-  const block: BlockWeights = {
-    attnNorm: loadNorm(w, `${b}.attn_norm`, c),
-    attn: {
-      q, k, v, qBias, kBias, vBias,
-      o: w.need(`${b}.attn_output.weight`, [qWidth, c.nEmbd]),
-      oBias: a.outBias ? w.vector(`${b}.attn_output.bias`, c.nEmbd) : undefined,
-      qNorm: a.qkNorm ? w.vector(`${b}.attn_q_norm.weight`, normWidth[0]) : undefined,
-      kNorm: a.qkNorm ? w.vector(`${b}.attn_k_norm.weight`, normWidth[1]) : undefined,
-    },
-    ffnNorm: loadNorm(w, `${b}.ffn_norm`, c),
-  };
-  if (c.postNorms) {
-    block.postAttnNorm = loadNorm(w, `${b}.post_attention_norm`, c);
-    block.postFfnNorm = loadNorm(w, `${b}.post_ffw_norm`, c);
-  }
-  if (c.ffn.experts > 0) {
-    block.experts = { router: w.need(`${b}.ffn_gate_inp.weight`, [c.nEmbd, c.ffn.experts]), experts: loadExperts(w, b, c) };
-  } else {
-    block.ffn = {
-      gate: c.ffn.kind === "mlp" ? undefined : w.need(`${b}.ffn_gate.weight`, [c.nEmbd, c.nFF]),
-      up: w.need(`${b}.ffn_up.weight`, [c.nEmbd, c.nFF]),
-      down: w.need(`${b}.ffn_down.weight`, [c.nFF, c.nEmbd]),
-      upBias: c.ffn.bias ? w.vector(`${b}.ffn_up.bias`, c.nFF) : undefined,
-      downBias: c.ffn.bias ? w.vector(`${b}.ffn_down.bias`, c.nEmbd) : undefined,
-    };
-  }
-  return block;
-}
-
-function attentionConfig(c: ModelConfig, l: number, rope: RopeConfig | null, invFreq: Float32Array): AttentionConfig {
-  const a = c.attention;
-  const windowed = a.window > 0 && (a.windowLayers === "all" || l % 2 === 0);
-  return {
-    heads: c.nHead, kvHeads: c.nKVHead, headDim: c.headDim, rope, invFreq,
-    qkNorm: a.qkNorm, normEps: c.norm.eps,
-    attn: { scale: a.scale, softcap: a.softcap, window: windowed ? a.window : 0, causal: true },
-  };
-}
-
-export function loadDecoder(w: ModelWeights, c: ModelConfig): DecoderWeights {
-  const tokenEmbd = w.need("token_embd.weight", [c.nEmbd, c.nVocab]);
-  const rope: RopeConfig | null = c.rope && {
-    ...c.rope,
-    freqFactors: c.rope.freqFactors ? w.vector("rope_freqs.weight", c.rope.dims / 2) : null,
-  };
-  const invFreq = rope ? ropeInvFreq(rope) : new Float32Array(0);
-  return {
-    tokenEmbd,
-    positionEmbd: c.rope ? undefined : w.need("position_embd.weight", [c.nEmbd, c.contextLength]),
-    blocks: Array.from({ length: c.nLayer }, (_, l) => loadBlock(w, l, c)),
-    blockConfigs: Array.from({ length: c.nLayer }, (_, l) => ({ attn: attentionConfig(c, l, rope, invFreq), ffn: c.ffn.kind, expertsUsed: c.ffn.expertsUsed })),
-    outputNorm: loadNorm(w, "output_norm", c),
-    output: c.tiedOutput ? tokenEmbd : w.need("output.weight", [c.nEmbd, c.nVocab]),
-  };
+  norm(TENSORS.outputNorm);
+  if (!c.tiedOutput) add(TENSORS.output.weight, [d, c.nVocab]);
+  return out;
 }

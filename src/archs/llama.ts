@@ -1,29 +1,34 @@
 // Llama (2, 3.x; also SmolLM2, TinyLlama, Mistral): pre-norm decoder blocks with RMSNorm,
 // rotary positions on interleaved pairs, grouped-query attention and a SwiGLU feed-forward.
-// Qwen 2/3 and OLMoE run this same forward; their configs switch on biases, NEOX RoPE,
-// q/k norms or experts inside the blocks.
+// decoderForward is every decoder's forward: Qwen 2/3, OLMoE, Gemma 2 and GPT-2 are configs
+// of it (their files say what they switch on: biases, NEOX RoPE, q/k norms, experts, learned
+// positions, post-norms, soft-caps, sliding windows).
 
+import type { Ops, Value } from "../blocks/ops.js";
 import { norm } from "../blocks/norm.js";
+import { TENSORS } from "../blocks/tensorNames.js";
 import { transformerBlock } from "../blocks/transformerBlock.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
-import { embedding, gatherRows, matmul } from "../primitives/index.js";
-import type { Tensor } from "../tensor/tensor.js";
 import { baseConfig, ropeConfig, type ModelConfig } from "./config.js";
-import type { DecoderWeights } from "./layers.js";
-import type { Architecture, ForwardInput } from "./model.js";
+import { blockConfigs } from "./layers.js";
+import type { Architecture } from "./model.js";
 
 /**
- *   x = E[ids]                                                   [T, d]
- *   for each layer:  x = x + Attn(norm(x)),  x = x + FFN(norm(x))
- *   logits = norm(x) Wₒᵤₜᵀ                                        [T, vocab]
+ *   x = E[ids] · embedScale  (+ P[positions] without RoPE)          [N, d]
+ *   for each layer:  x = x + Attn(norm(x)),  x = x + FFN(norm(x))   (+ post-norms: Gemma 2)
+ *   logits = softcap(norm(x) Wₒᵤₜᵀ)                                  [N | S, vocab]
+ * Inference: N = the new tokens of every sequence, S = the rows asked for; training: N = B·T.
  */
-export function decoderForward(w: DecoderWeights, _c: ModelConfig, { ids, segments, positions, lastRows, device }: ForwardInput): Tensor {
-  let x = embedding(w.tokenEmbd, ids, device);                                     // [T, d]
-  w.blocks.forEach((block, l) => {
-    x = transformerBlock(x, block, w.blockConfigs[l], segments, l, positions);           // [T, d]
+export function decoderForward<X extends Value>(ops: Ops<X>, c: ModelConfig, ids: Int32Array): X {
+  let x = ops.embedding(TENSORS.tokenEmbd, ids);                                   // [N, d]
+  if (c.embedScale !== 1) x = ops.scale(x, c.embedScale);
+  if (!c.rope) x = ops.add(x, ops.embedding(TENSORS.positionEmbd, ops.positions));  // [N, d]
+  blockConfigs(c).forEach((layer, l) => {
+    x = transformerBlock(ops, x, layer, l);                                        // [N, d]
   });
-  if (lastRows) x = gatherRows(x, lastRows);                                     // [S, d]
-  return matmul(norm(x, w.outputNorm), w.output);                                  // [T|S, vocab]
+  x = ops.lastRows(x);                                                             // [S, d]
+  const logits = ops.linear(norm(ops, x, TENSORS.outputNorm, c.norm), c.tiedOutput ? TENSORS.tokenEmbd : TENSORS.output.weight);
+  return c.finalSoftcap > 0 ? ops.softcap(logits, c.finalSoftcap) : logits;       // [S, vocab]
 }
 
 /** The Llama hyperparameters under `<arch>.*`; other families start from these. */
@@ -46,5 +51,4 @@ export function llamaLikeConfig(file: GGUFFile, arch: string, ropeStyle: "interl
 export const llama: Architecture = {
   name: "llama",
   config: (file) => llamaLikeConfig(file, "llama", "interleaved"),
-  forward: decoderForward,
 };

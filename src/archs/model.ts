@@ -1,12 +1,15 @@
 // What every language-model architecture provides, and how one is built from a config.
 
 import type { Device } from "../backends/kernels.js";
+import { InferenceOps, RopeTables } from "../blocks/inferenceOps.js";
 import { KVCache, type Segment } from "../blocks/kvCache.js";
+import type { Ops, Value } from "../blocks/ops.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { Workspace } from "../tensor/workspace.js";
 import type { ModelConfig } from "./config.js";
-import { loadDecoder, type DecoderWeights } from "./layers.js";
+import { decoderTensors, type TensorSpec } from "./layers.js";
+import { decoderForward } from "./llama.js";
 import { ModelWeights } from "./weights.js";
 
 export interface LanguageModel {
@@ -31,31 +34,36 @@ export interface LanguageModel {
   forwardBatch(sequences: readonly { ids: Int32Array; cache: KVCache }[]): Tensor;
 }
 
-/** Inputs of one forward pass. */
-export interface ForwardInput {
-  /** [T] the tokens of every segment, one after another */
-  ids: Int32Array;
-  segments: readonly Segment[];
-  /** [T] each token's position in its own sequence */
-  positions: Int32Array;
-  /** The rows whose logits are wanted (null: all of them). */
-  lastRows: number[] | null;
-  device: Device;
-}
+/**
+ * Token ids to logits, written once against Ops (blocks/ops.ts): the same code runs for
+ * inference (X = Tensor, KV cache) and for training (X = Var, on the tape).
+ * ids: [N] → [N, vocab] (inference may keep only the rows it was asked for: [S, vocab]).
+ */
+export type Forward = <X extends Value>(ops: Ops<X>, c: ModelConfig, ids: Int32Array) => X;
 
 export interface Architecture {
   name: string;
   /** Read the configuration from GGUF metadata. */
   config(file: GGUFFile): ModelConfig;
-  /** Token ids to logits: [T] → [T | 1, vocab]. */
-  forward(w: DecoderWeights, c: ModelConfig, input: ForwardInput): Tensor;
+  /** The forward (default: the shared decoder, archs/llama.ts decoderForward). */
+  forward?: Forward;
+  /** The tensors the forward reads, checked when a model loads (default: decoderTensors). */
+  tensors?(c: ModelConfig): TensorSpec[];
+}
+
+/** An architecture's forward: its own, or the shared decoder. */
+export function forwardOf(arch: Architecture): Forward {
+  return arch.forward ?? decoderForward;
 }
 
 /** Forwards of at most this many rows in all reuse the model's workspace. */
 const WORKSPACE_ROWS = 16;
 
 export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConfig, device: Device): LanguageModel {
-  const weights = loadDecoder(new ModelWeights(file), config);
+  const forward = forwardOf(arch);
+  const weights = new ModelWeights(file);
+  weights.check((arch.tensors ?? decoderTensors)(config));
+  const ropes = new RopeTables(weights);
   const kvWidth = config.nKVHead * config.headDim;
   const workspace = new Workspace();
   return {
@@ -86,17 +94,17 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
       for (let t = 0; t < s.length; t++) positions[s.start + t] = s.pos0 + t;
     }
     const lastRows = allRows ? null : segments.map((s) => s.start + s.length - 1);
-    const input = { ids, segments, positions, lastRows, device };
+    const ops = new InferenceOps(weights, ropes, device, segments, positions, lastRows);
     // Decode steps (one row per sequence) reuse their activation arrays; longer forwards spread
     // their allocation over many rows, and keeping their arrays would hold T rows' worth.
     let out: Tensor;
     if (start <= WORKSPACE_ROWS) {
-      out = workspace.run(() => arch.forward(weights, config, input), (logits) => logits.data);
+      out = workspace.run(() => forward(ops, config, ids), (logits) => logits.data);
     } else {
       workspace.release(); // not held through a long forward's own peak
-      out = arch.forward(weights, config, input);
+      out = forward(ops, config, ids);
     }
-    for (const s of segments) s.cache.length += s.length;
+    for (const s of segments) s.cache!.length += s.length;
     return out;
   }
 }

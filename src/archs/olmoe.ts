@@ -3,7 +3,7 @@
 
 import { ModelFileError } from "../errors.js";
 import { Metadata } from "../io/gguf/metadata.js";
-import { decoderForward, llamaLikeConfig } from "./llama.js";
+import { llamaLikeConfig } from "./llama.js";
 import type { Architecture } from "./model.js";
 
 export const olmoe: Architecture = {
@@ -18,5 +18,4 @@ export const olmoe: Architecture = {
     }
     return { ...c, attention: { ...c.attention, qkNorm: "full" }, ffn: { ...c.ffn, experts, expertsUsed } };
   },
-  forward: decoderForward,
 };

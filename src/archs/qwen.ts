@@ -1,7 +1,7 @@
 // Qwen 2 / 2.5: Llama with biases on the q, k, v projections and half-split (NEOX) RoPE.
 // Qwen 3: no biases, RMSNorm of each head's q and k before RoPE, head size set on its own.
 
-import { decoderForward, llamaLikeConfig } from "./llama.js";
+import { llamaLikeConfig } from "./llama.js";
 import type { Architecture } from "./model.js";
 
 export const qwen2: Architecture = {
@@ -10,7 +10,6 @@ export const qwen2: Architecture = {
     const c = llamaLikeConfig(file, "qwen2", "neox");
     return { ...c, attention: { ...c.attention, qkvBias: true } };
   },
-  forward: decoderForward,
 };
 
 export const qwen3: Architecture = {
@@ -19,5 +18,4 @@ export const qwen3: Architecture = {
     const c = llamaLikeConfig(file, "qwen3", "neox");
     return { ...c, attention: { ...c.attention, qkNorm: "head" } };
   },
-  forward: decoderForward,
 };

@@ -1,12 +1,20 @@
 // Named access to a GGUF's tensors, with errors that say which tensor is missing or malformed.
+// As the inference ops' StoredWeights: matrices stay in their storage type; vectors (norm
+// weights, biases) are float32; every lookup is kept, so a decode step only reads maps.
 
+import type { StoredWeights } from "../blocks/inferenceOps.js";
 import { ModelFileError } from "../errors.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
 import { GGMLType } from "../io/gguf/types.js";
 import { dequantize } from "../quant/index.js";
-import { weightFromInfo, type Weight } from "../tensor/weight.js";
+import { sliceWeightRows, weightFromInfo, type Weight } from "../tensor/weight.js";
+import type { TensorSpec } from "./layers.js";
 
-export class ModelWeights {
+export class ModelWeights implements StoredWeights {
+  private readonly matrices = new Map<string, Weight>();
+  private readonly vectors = new Map<string, Float32Array>();
+  private readonly slices = new Map<string, Map<number, Weight>>();
+
   constructor(readonly file: GGUFFile) {}
 
   optional(name: string, dims?: number[]): Weight | undefined {
@@ -25,14 +33,33 @@ export class ModelWeights {
     return w;
   }
 
-  /** A small tensor (norm weight, bias) as float32: a view when stored as aligned F32. */
-  vector(name: string, length: number): Float32Array {
-    return toFloat32(this.need(name, [length]));
+  /** Check that every tensor a forward reads is there with its dims (at load, not mid-forward). */
+  check(specs: readonly TensorSpec[]): void {
+    for (const s of specs) {
+      if (s.optional) this.optional(s.name, s.dims);
+      else this.need(s.name, s.dims);
+    }
   }
 
-  optionalVector(name: string, length: number): Float32Array | undefined {
-    const w = this.optional(name, [length]);
-    return w && toFloat32(w);
+  has(name: string): boolean {
+    return this.file.tensor(name) !== undefined;
+  }
+
+  matrix(name: string, rows?: readonly [number, number]): Weight {
+    let w = this.matrices.get(name);
+    if (!w) this.matrices.set(name, (w = this.need(name)));
+    if (!rows) return w;
+    let byStart = this.slices.get(name);
+    if (!byStart) this.slices.set(name, (byStart = new Map()));
+    let s = byStart.get(rows[0]);
+    if (!s) byStart.set(rows[0], (s = { ...sliceWeightRows(w, rows[0], rows[1]), dims: [w.cols, rows[1] - rows[0]] }));
+    return s;
+  }
+
+  vector(name: string): Float32Array {
+    let v = this.vectors.get(name);
+    if (!v) this.vectors.set(name, (v = toFloat32(this.matrix(name))));
+    return v;
   }
 }
 

@@ -1,27 +1,33 @@
 // Position-wise feed-forward layers.
 //   SwiGLU: W_down (silu(W_gate x) ⊙ W_up x)      (Llama, Qwen, OLMoE experts)
 //   GeGLU:  W_down (gelu(W_gate x) ⊙ W_up x)      (Gemma)
-//   MLP:    W_down gelu(W_up x + b_up) + b_down   (GPT-2)
+//   MLP:    W_down gelu(W_up x + b_up) + b_down   (GPT-2, ViT)
 
-import { geglu, gelu, matmul, swiglu } from "../primitives/index.js";
-import type { Tensor } from "../tensor/tensor.js";
-import type { Weight } from "../tensor/weight.js";
+import type { Ops, Value } from "./ops.js";
+import type { LayerNames } from "./tensorNames.js";
 
 export type FeedForwardKind = "swiglu" | "geglu" | "mlp";
 
-export interface FeedForwardWeights {
-  gate?: Weight;
-  up: Weight;
-  down: Weight;
-  upBias?: Float32Array;
-  downBias?: Float32Array;
+export interface FeedForwardNames {
+  gate: LayerNames;
+  up: LayerNames;
+  down: LayerNames;
 }
 
-/** x: [T, d] → [T, d] */
-export function feedForward(x: Tensor, w: FeedForwardWeights, kind: FeedForwardKind): Tensor {
-  if (kind === "mlp") return matmul(gelu(matmul(x, w.up, w.upBias)), w.down, w.downBias);
-  const gate = matmul(x, w.gate!);                                  // [T, ffn]
-  const up = matmul(x, w.up);                                       // [T, ffn]
-  const h = kind === "swiglu" ? swiglu(gate, up) : geglu(gate, up); // [T, ffn]
-  return matmul(h, w.down);                                         // [T, d]
+/** The rows of each stacked matrix to use (one expert's), or all of them. */
+export interface FeedForwardRows {
+  gateUp: readonly [number, number];
+  down: readonly [number, number];
+}
+
+/** x: [T, d] → [T, d];  `bias`: the MLP's up and down projections carry biases. */
+export function feedForward<X extends Value>(ops: Ops<X>, x: X, n: FeedForwardNames, kind: FeedForwardKind, bias = false, rows?: FeedForwardRows): X {
+  if (kind === "mlp") {
+    const b = (l: LayerNames) => (bias ? l.bias : null);
+    return ops.linear(ops.gelu(ops.linear(x, n.up.weight, b(n.up))), n.down.weight, b(n.down)); // [T, d]
+  }
+  const gate = ops.linear(x, n.gate.weight, null, rows?.gateUp);     // [T, ffn]
+  const up = ops.linear(x, n.up.weight, null, rows?.gateUp);         // [T, ffn]
+  const h = kind === "swiglu" ? ops.swiglu(gate, up) : ops.geglu(gate, up); // [T, ffn]
+  return ops.linear(h, n.down.weight, null, rows?.down);              // [T, d]
 }

@@ -52,7 +52,8 @@ export class KVCache {
  * one-row sequences when a server steps several conversations at once.
  */
 export interface Segment {
-  cache: KVCache;
+  /** null: a sequence seen whole in one forward, attending to its own rows (a ViT's image). */
+  cache: KVCache | null;
   start: number;
   length: number;
   /** Position of the segment's first row (cache.length before the forward). */

@@ -1,40 +1,33 @@
 // Mixture of experts (OLMoE): a router scores the experts for each token, the top k run, and
 // their outputs are summed weighted by the router's softmax probabilities (not renormalized).
 //   p = softmax(x W_routerᵀ),  y = Σ_{e ∈ topk(p)} p_e · SwiGLU_e(x)
+// The routing is a discrete choice: in training it has no gradient; the probabilities do.
 
-import { matmul, softmax } from "../primitives/index.js";
-import { Tensor } from "../tensor/tensor.js";
-import type { Weight } from "../tensor/weight.js";
-import { feedForward, type FeedForwardWeights } from "./feedForward.js";
+import { feedForward } from "./feedForward.js";
+import type { ExpertResult, Ops, Value } from "./ops.js";
+import type { BlockNames } from "./tensorNames.js";
 
-export interface ExpertsWeights {
-  router: Weight;
-  experts: FeedForwardWeights[];
+/** For each expert, the tokens (rows of probs [T, E]) whose top `used` experts include it. */
+export function route(probs: Float32Array, T: number, E: number, used: number): number[][] {
+  const tokens: number[][] = Array.from({ length: E }, () => []);
+  for (let t = 0; t < T; t++) {
+    const p = probs.subarray(t * E, (t + 1) * E);
+    const order = Array.from({ length: E }, (_, e) => e).sort((a, b) => p[b] - p[a] || a - b);
+    for (const e of order.slice(0, used)) tokens[e].push(t);
+  }
+  return tokens;
 }
 
-/** x: [T, d] → [T, d] */
-export function mixtureOfExperts(x: Tensor, w: ExpertsWeights, used: number): Tensor {
-  const T = x.rows, d = x.cols, E = w.experts.length;
-  const probs = softmax(matmul(x, w.router));                        // [T, E]
-  // Route: for each expert, the tokens that chose it and with what weight.
-  const routed: { tokens: number[]; weights: number[] }[] = Array.from({ length: E }, () => ({ tokens: [], weights: [] }));
-  for (let t = 0; t < T; t++) {
-    const p = probs.data.subarray(t * E, (t + 1) * E);
-    const order = Array.from({ length: E }, (_, e) => e).sort((a, b) => p[b] - p[a] || a - b);
-    for (const e of order.slice(0, used)) {
-      routed[e].tokens.push(t);
-      routed[e].weights.push(p[e]);
-    }
-  }
-  const y = x.like();                                                // [T, d]
-  routed.forEach(({ tokens, weights }, e) => {
+/** x: [T, d] → [T, d];  experts stacked in ffn_{gate,up,down}_exps, F rows each (down: d rows). */
+export function mixtureOfExperts<X extends Value>(ops: Ops<X>, x: X, n: BlockNames, experts: number, used: number, nFF: number): X {
+  const T = x.rows, d = x.cols;
+  const probs = ops.softmax(ops.linear(x, n.ffnRouter.weight));      // [T, E]
+  const outputs: ExpertResult<X>[] = [];
+  route(probs.data, T, experts, used).forEach((tokens, e) => {
     if (tokens.length === 0) return;
-    const xe = new Tensor([tokens.length, d], new Float32Array(tokens.length * d), x.device);
-    tokens.forEach((t, i) => xe.data.set(x.data.subarray(t * d, (t + 1) * d), i * d));
-    const ye = feedForward(xe, w.experts[e], "swiglu");              // [tokens, d]
-    tokens.forEach((t, i) => {
-      for (let j = 0; j < d; j++) y.data[t * d + j] += weights[i] * ye.data[i * d + j];
-    });
+    const out = feedForward(ops, ops.gatherRows(x, tokens), { gate: n.ffnGateExps, up: n.ffnUpExps, down: n.ffnDownExps }, "swiglu", false,
+      { gateUp: [e * nFF, (e + 1) * nFF], down: [e * d, (e + 1) * d] }); // [tokens, d]
+    outputs.push({ expert: e, tokens, out });
   });
-  return y;
+  return ops.combineExperts(probs, outputs, T, d);                   // [T, d]
 }

@@ -1,16 +1,16 @@
-// A normalization layer with its parameters: RMSNorm (g) or LayerNorm (g, b).
+// A normalization layer by its GGUF name: RMSNorm (g) or LayerNorm (g and, if stored, b).
 
-import { layerNorm, rmsNorm } from "../primitives/index.js";
-import type { Tensor } from "../tensor/tensor.js";
+import type { Ops, Value } from "./ops.js";
+import type { LayerNames } from "./tensorNames.js";
 
-export interface NormWeights {
+export interface NormConfig {
   kind: "rms" | "layer";
   eps: number;
-  weight: Float32Array;
-  bias: Float32Array | null;
 }
 
 /** x: [T, d] → [T, d] */
-export function norm(x: Tensor, n: NormWeights): Tensor {
-  return n.kind === "rms" ? rmsNorm(x, n.weight, n.eps) : layerNorm(x, n.weight, n.bias, n.eps);
+export function norm<X extends Value>(ops: Ops<X>, x: X, n: LayerNames, c: NormConfig): X {
+  return c.kind === "rms"
+    ? ops.rmsNorm(x, n.weight, c.eps)
+    : ops.layerNorm(x, n.weight, ops.has(n.bias) ? n.bias : null, c.eps);
 }

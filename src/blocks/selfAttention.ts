@@ -1,58 +1,78 @@
-// Multi-head self-attention with grouped KV heads, RoPE and a KV cache:
+// Multi-head self-attention with grouped KV heads, RoPE and (inference) a KV cache:
 //   q, k, v = x W_qᵀ, x W_kᵀ, x W_vᵀ;  q, k = rope(q), rope(k);  out = attention(q, K, V) W_oᵀ
 
 import type { AttentionOptions } from "../backends/kernels.js";
-import { attention, matmul, rmsNorm, rope, type RopeConfig } from "../primitives/index.js";
+import { attention } from "../primitives/index.js";
 import type { Tensor } from "../tensor/tensor.js";
-import type { Weight } from "../tensor/weight.js";
 import type { Segment } from "./kvCache.js";
-
-export interface AttentionWeights {
-  q: Weight; k: Weight; v: Weight; o: Weight;
-  qBias?: Float32Array; kBias?: Float32Array; vBias?: Float32Array; oBias?: Float32Array;
-  /** RMSNorm of q and k: per head (Qwen 3) or over the whole projection (OLMoE). */
-  qNorm?: Float32Array; kNorm?: Float32Array;
-}
+import type { Ops, RopeSpec, Value } from "./ops.js";
+import type { BlockNames } from "./tensorNames.js";
 
 export interface AttentionConfig {
   heads: number;
   kvHeads: number;
   headDim: number;
-  rope: RopeConfig | null;
-  invFreq: Float32Array;
+  /** q, k, v projections carry biases (Qwen 2, GPT-2, ViT). */
+  qkvBias: boolean;
+  /** One fused [q; k; v] projection (GPT-2). */
+  fusedQKV: boolean;
+  outBias: boolean;
+  /** RMSNorm of q and k: per head (Qwen 3) or over the whole projection (OLMoE). */
   qkNorm: "head" | "full" | null;
   normEps: number;
+  /** This layer's rotary embedding (null: none). */
+  rope: RopeSpec | null;
+  /** Scale, soft-cap, this layer's window, causal or not. */
   attn: AttentionOptions;
 }
 
-/**
- * x: [T, d], the rows of one or more sequences (`segments`) at `positions` → [T, d].
- * Each segment's keys and values go into its own cache (layer `layer`), and its queries attend
- * to that cache only.
- */
-export function selfAttention(x: Tensor, w: AttentionWeights, c: AttentionConfig, segments: readonly Segment[], layer: number, positions: Int32Array): Tensor {
-  const T = x.rows;
-  let q = matmul(x, w.q, w.qBias);                                 // [T, heads · headDim]
-  let k = matmul(x, w.k, w.kBias);                                 // [T, kvHeads · headDim]
-  const v = matmul(x, w.v, w.vBias);                               // [T, kvHeads · headDim]
+/** x: [T, d] → [T, d], layer `layer`. */
+export function selfAttention<X extends Value>(ops: Ops<X>, x: X, n: BlockNames, c: AttentionConfig, layer: number): X {
+  const T = x.rows, H = c.heads, KV = c.kvHeads, D = c.headDim;
+  const bias = (b: string) => (c.qkvBias ? b : null);
+  let q: X, k: X, v: X;
+  if (c.fusedQKV) {
+    const qkv = ops.linear(x, n.attnQKV.weight, bias(n.attnQKV.bias));  // [T, (H + 2·KV)·D]
+    [q, k, v] = [ops.sliceCols(qkv, 0, H * D), ops.sliceCols(qkv, H * D, (H + KV) * D), ops.sliceCols(qkv, (H + KV) * D, (H + 2 * KV) * D)];
+  } else {
+    q = ops.linear(x, n.attnQ.weight, bias(n.attnQ.bias));             // [T, H·D]
+    k = ops.linear(x, n.attnK.weight, bias(n.attnK.bias));             // [T, KV·D]
+    v = ops.linear(x, n.attnV.weight, bias(n.attnV.bias));             // [T, KV·D]
+  }
   if (c.qkNorm) {
-    const qRows = c.qkNorm === "head" ? [T * c.heads, c.headDim] : [T, c.heads * c.headDim];
-    const kRows = c.qkNorm === "head" ? [T * c.kvHeads, c.headDim] : [T, c.kvHeads * c.headDim];
-    q = rmsNorm(q.reshape(qRows), w.qNorm!, c.normEps);
-    k = rmsNorm(k.reshape(kRows), w.kNorm!, c.normEps);
+    const perHead = c.qkNorm === "head";
+    q = ops.rmsNorm(perHead ? ops.reshape(q, [T * H, D]) : q, n.attnQNorm.weight, c.normEps);
+    k = ops.rmsNorm(perHead ? ops.reshape(k, [T * KV, D]) : k, n.attnKNorm.weight, c.normEps);
   }
-  q = q.reshape([T, c.heads, c.headDim]);
-  k = k.reshape([T, c.kvHeads, c.headDim]);
+  q = ops.reshape(q, [T, H, D]);
+  k = ops.reshape(k, [T, KV, D]);
   if (c.rope) {
-    rope(q, positions, c.invFreq, c.rope);
-    rope(k, positions, c.invFreq, c.rope);
+    q = ops.rope(q, c.rope);
+    k = ops.rope(k, c.rope);
   }
-  const a = q.like([T, c.heads * c.headDim]);                      // [T, heads · headDim]
+  const a = ops.attention(q, k, v, layer, c.attn);                     // [T, H·D]
+  return ops.linear(a, n.attnOutput.weight, c.outBias ? n.attnOutput.bias : null); // [T, d]
+}
+
+/**
+ * The inference half of attention: each segment's keys and values go into its own cache
+ * (layer `layer`), and its queries attend to that cache; a segment without a cache (a ViT's
+ * image) attends to its own rows.  q: [T, heads, headDim], k, v: [T, kvHeads · headDim].
+ */
+export function attendThroughCache(q: Tensor, k: Tensor, v: Tensor, segments: readonly Segment[], layer: number, kvHeads: number, opts: AttentionOptions): Tensor {
+  const [T, heads, headDim] = q.shape, width = kvHeads * headDim;
+  const a = q.like([T, heads * headDim]);                              // [T, heads · headDim]
   for (const { cache, start, length, pos0 } of segments) {
-    const kv = cache.layers[layer];
-    kv.write(pos0, k.sliceRows(start, start + length), v.sliceRows(start, start + length));
-    const out = attention(q.sliceRows(start, start + length), kv.k, kv.v, pos0, pos0 + length, c.kvHeads, c.attn);
-    a.data.set(out.data, start * c.heads * c.headDim);
+    let out: Tensor;
+    if (cache) {
+      const kv = cache.layers[layer];
+      kv.write(pos0, k.sliceRows(start, start + length), v.sliceRows(start, start + length));
+      out = attention(q.sliceRows(start, start + length), kv.k, kv.v, pos0, pos0 + length, kvHeads, opts);
+    } else {
+      out = attention(q.sliceRows(start, start + length), k.data.subarray(start * width, (start + length) * width),
+        v.data.subarray(start * width, (start + length) * width), 0, length, kvHeads, opts);
+    }
+    a.data.set(out.data, start * heads * headDim);
   }
-  return matmul(a, w.o, w.oBias);                                  // [T, d]
+  return a;
 }

@@ -2,37 +2,41 @@
 //   x = x + PostNorm(Attn(Norm(x)))        (PostNorm only in Gemma 2)
 //   x = x + PostNorm(FFN(Norm(x)))         (FFN: dense, or a mixture of experts)
 
-import { add } from "../primitives/index.js";
-import type { Tensor } from "../tensor/tensor.js";
-import { feedForward, type FeedForwardKind, type FeedForwardWeights } from "./feedForward.js";
-import type { Segment } from "./kvCache.js";
-import { mixtureOfExperts, type ExpertsWeights } from "./mixtureOfExperts.js";
-import { norm, type NormWeights } from "./norm.js";
-import { selfAttention, type AttentionConfig, type AttentionWeights } from "./selfAttention.js";
+import { feedForward, type FeedForwardKind } from "./feedForward.js";
+import { mixtureOfExperts } from "./mixtureOfExperts.js";
+import { norm, type NormConfig } from "./norm.js";
+import type { Ops, Value } from "./ops.js";
+import { selfAttention, type AttentionConfig } from "./selfAttention.js";
+import { blockNames } from "./tensorNames.js";
 
-export interface BlockWeights {
-  attnNorm: NormWeights;
-  attn: AttentionWeights;
-  postAttnNorm?: NormWeights;
-  ffnNorm: NormWeights;
-  ffn?: FeedForwardWeights;
-  experts?: ExpertsWeights;
-  postFfnNorm?: NormWeights;
-}
-
+/** One layer's settings (archs/layers.ts derives them from a ModelConfig). */
 export interface BlockConfig {
+  norm: NormConfig;
   attn: AttentionConfig;
-  ffn: FeedForwardKind;
-  expertsUsed: number;
+  ffn: {
+    kind: FeedForwardKind;
+    /** The MLP's projections carry biases (GPT-2). */
+    bias: boolean;
+    /** Mixture of experts: how many there are and how many each token uses (0: dense). */
+    experts: number;
+    expertsUsed: number;
+    /** Hidden width (of each expert). */
+    width: number;
+  };
+  /** Normalize the attention's and the FFN's outputs too (Gemma 2). */
+  postNorms: boolean;
 }
 
-/** x: [T, d], rows of the sequences `segments` at `positions` → [T, d] (layer `layer`) */
-export function transformerBlock(x: Tensor, w: BlockWeights, c: BlockConfig, segments: readonly Segment[], layer: number, positions: Int32Array): Tensor {
-  let h = selfAttention(norm(x, w.attnNorm), w.attn, c.attn, segments, layer, positions);
-  if (w.postAttnNorm) h = norm(h, w.postAttnNorm);
-  x = add(x, h);
-  const g = norm(x, w.ffnNorm);
-  let f = w.experts ? mixtureOfExperts(g, w.experts, c.expertsUsed) : feedForward(g, w.ffn!, c.ffn);
-  if (w.postFfnNorm) f = norm(f, w.postFfnNorm);
-  return add(x, f);
+/** x: [T, d] → [T, d], layer `layer` */
+export function transformerBlock<X extends Value>(ops: Ops<X>, x: X, c: BlockConfig, layer: number): X {
+  const n = blockNames(layer);
+  let h = selfAttention(ops, norm(ops, x, n.attnNorm, c.norm), n, c.attn, layer);   // [T, d]
+  if (c.postNorms) h = norm(ops, h, n.postAttnNorm, c.norm);
+  x = ops.add(x, h);
+  const g = norm(ops, x, n.ffnNorm, c.norm);
+  let f = c.ffn.experts > 0
+    ? mixtureOfExperts(ops, g, n, c.ffn.experts, c.ffn.expertsUsed, c.ffn.width)
+    : feedForward(ops, g, { gate: n.ffnGate, up: n.ffnUp, down: n.ffnDown }, c.ffn.kind, c.ffn.bias); // [T, d]
+  if (c.postNorms) f = norm(ops, f, n.postFfnNorm, c.norm);
+  return ops.add(x, f);                                                               // [T, d]
 }

@@ -163,7 +163,8 @@ function validate(c: ModelConfig, fail: (symbol: string, msg: string) => never):
   if (c.rope && (c.rope.dims > c.headDim || c.rope.dims % 2 !== 0)) fail("d_rot", `d_rot = ${c.rope.dims} must be even and at most d_h = ${c.headDim}`);
   if (c.ffn.experts > 0 && (c.ffn.expertsUsed < 1 || c.ffn.expertsUsed > c.ffn.experts)) fail("k", `k = ${c.ffn.expertsUsed} must be from 1 to E = ${c.ffn.experts}`);
   if (c.ffn.experts === 0 && c.ffn.expertsUsed !== 0) fail("k", `k = ${c.ffn.expertsUsed} experts per token, but E = 0 (a dense feed-forward)`);
-  if (c.arch === "gemma2" && c.finalSoftcap <= 0) fail("c_out", "the gemma2 forward soft-caps the logits: c_out must be positive");
+  if (c.finalSoftcap < 0) fail("c_out", `c_out = ${c.finalSoftcap}: a soft-cap is positive (or 0: off)`);
+  if (c.embedScale === 0) fail("s_e", "s_e = 0 would zero every embedding");
 }
 
 function clip(s: string, n = 120): string {

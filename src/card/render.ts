@@ -112,9 +112,9 @@ function algorithmLines(c: ModelConfig): Line[] {
   const add = (indent: number, text: string, note = "") => lines.push(["  ".repeat(indent) + text, note]);
 
   // Embedding.
-  if (c.arch === "gpt2") add(0, "for t = 0..T−1: X[t] ← W_e[x[t]] + W_p[t]", `X: [T, ${d}], learned positions`);
+  if (!c.rope) add(0, "for t = 0..T−1: X[t] ← W_e[x[t]] + W_p[t]", `X: [T, ${d}], learned positions`);
   else add(0, "for t = 0..T−1: X[t] ← W_e[x[t]]", `X: [T, ${d}]`);
-  if (c.arch === "gemma2") add(0, "X ← s_e · X", `s_e = ${c.embedScale}`);
+  if (c.embedScale !== 1) add(0, "X ← s_e · X", `s_e = ${c.embedScale}`);
 
   add(0, "for l = 0..L−1:", `L = ${c.nLayer}`);
   // Attention.
@@ -161,7 +161,7 @@ function algorithmLines(c: ModelConfig): Line[] {
   // Output.
   add(0, `X ← ${normOf("X", "γ")}`, `[T, ${d}]`);
   add(0, "Z ← X W_uᵀ", `[T, ${c.nVocab}]${c.tiedOutput ? ", W_u = W_e" : ""}`);
-  if (c.arch === "gemma2") add(0, "Z ← c_out · tanh(Z / c_out)", `c_out = ${c.finalSoftcap}`);
+  if (c.finalSoftcap > 0) add(0, "Z ← c_out · tanh(Z / c_out)", `c_out = ${c.finalSoftcap}`);
   add(0, "return P ← softmax(Z), row by row", `[T, ${c.nVocab}]`);
   return lines;
 }

@@ -6,7 +6,7 @@ import { selectBackend } from "../backends/index.js";
 import { UsageError } from "../errors.js";
 import { readGGUF } from "../io/gguf/reader.js";
 import { tokenizerFromMetadata, type Tokenizer } from "../io/tokenizer/index.js";
-import { resolveModelPath } from "./modelNames.js";
+import { resolveModelPath } from "../io/discovery/modelNames.js";
 import { applyLoraAdapter } from "../recipes/loraAdapter.js";
 
 export interface BackendFlags {

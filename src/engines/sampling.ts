@@ -1,7 +1,7 @@
 // Choosing the next token from logits: greedy, or a draw after repetition penalty, top-k,
 // temperature, top-p (nucleus) and min-p filtering, in that order (as llama.cpp's default chain).
 
-import { Rng } from "./rng.js";
+import { Rng } from "../data/rng.js";
 
 export interface SamplingOptions {
   /** 0 = greedy (argmax). */

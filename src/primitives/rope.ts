@@ -26,7 +26,7 @@ export function ropeInvFreq(c: RopeConfig): Float32Array {
 }
 
 /** x: [T, heads, headDim], rotated in place at the given positions. */
-export function rope(x: Tensor, positions: Int32Array, invFreq: Float32Array, c: RopeConfig): Tensor {
+export function rope(x: Tensor, positions: Int32Array, invFreq: Float32Array, c: Pick<RopeConfig, "dims" | "style">): Tensor {
   const [T, heads, headDim] = x.shape;
   kernelsFor(x.device).rope(x.data, T, heads, headDim, c.dims, positions, invFreq, c.style);
   return x;

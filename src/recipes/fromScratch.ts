@@ -9,9 +9,10 @@
 
 import type { ModelConfig } from "../archs/config.js";
 import { configOf } from "../archs/index.js";
-import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type TrainOptions } from "../engines/train.js";
-import { Rng } from "../engines/rng.js";
-import { parametersFromFile, writeCheckpoint } from "../engines/trainParams.js";
+import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type TrainOptions } from "../train/trainer.js";
+import { Rng } from "../data/rng.js";
+import { blockNames, TENSORS } from "../blocks/tensorNames.js";
+import { parametersFromFile, writeCheckpoint } from "../train/params.js";
 import { UsageError } from "../errors.js";
 import { GGUFValueType, parseGGUF } from "../io/gguf/reader.js";
 import { GGMLType } from "../io/gguf/types.js";
@@ -102,21 +103,21 @@ export function initialModelBytes(c: ModelConfig, seed: number, residualScaling 
   const residual = residualScaling ? std / Math.sqrt(2 * c.nLayer) : std;
   const kv = c.nKVHead * c.headDim;
 
-  matrix("token_embd.weight", c.nEmbd, c.nVocab, std);
+  matrix(TENSORS.tokenEmbd, c.nEmbd, c.nVocab, std);
   for (let l = 0; l < c.nLayer; l++) {
-    const b = `blk.${l}`;
-    ones(`${b}.attn_norm.weight`);
-    matrix(`${b}.attn_q.weight`, c.nEmbd, c.nHead * c.headDim, std);
-    matrix(`${b}.attn_k.weight`, c.nEmbd, kv, std);
-    matrix(`${b}.attn_v.weight`, c.nEmbd, kv, std);
-    matrix(`${b}.attn_output.weight`, c.nHead * c.headDim, c.nEmbd, residual);
-    ones(`${b}.ffn_norm.weight`);
-    matrix(`${b}.ffn_gate.weight`, c.nEmbd, c.nFF, std);
-    matrix(`${b}.ffn_up.weight`, c.nEmbd, c.nFF, std);
-    matrix(`${b}.ffn_down.weight`, c.nFF, c.nEmbd, residual);
+    const n = blockNames(l);
+    ones(n.attnNorm.weight);
+    matrix(n.attnQ.weight, c.nEmbd, c.nHead * c.headDim, std);
+    matrix(n.attnK.weight, c.nEmbd, kv, std);
+    matrix(n.attnV.weight, c.nEmbd, kv, std);
+    matrix(n.attnOutput.weight, c.nHead * c.headDim, c.nEmbd, residual);
+    ones(n.ffnNorm.weight);
+    matrix(n.ffnGate.weight, c.nEmbd, c.nFF, std);
+    matrix(n.ffnUp.weight, c.nEmbd, c.nFF, std);
+    matrix(n.ffnDown.weight, c.nFF, c.nEmbd, residual);
   }
-  ones("output_norm.weight");
-  if (!c.tiedOutput) matrix("output.weight", c.nEmbd, c.nVocab, std);
+  ones(TENSORS.outputNorm.weight);
+  if (!c.tiedOutput) matrix(TENSORS.output.weight, c.nEmbd, c.nVocab, std);
 
   const U32 = GGUFValueType.UINT32, F32 = GGUFValueType.FLOAT32;
   const metadata: GGUFMetadataEntry[] = [

@@ -6,10 +6,10 @@
 // Inside the trainer A is kept transposed (Aᵀ: ggml dims [rank, in]), so B A = linear(B, Aᵀ).
 
 import { configOf } from "../archs/index.js";
-import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type TrainOptions } from "../engines/train.js";
-import { Rng } from "../engines/rng.js";
-import type { Adapter, Parameters } from "../engines/trainForward.js";
-import { parametersFromFile, writeCheckpoint } from "../engines/trainParams.js";
+import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type TrainOptions } from "../train/trainer.js";
+import { Rng } from "../data/rng.js";
+import type { Adapter, Parameters } from "../train/objectives.js";
+import { parametersFromFile, writeCheckpoint } from "../train/params.js";
 import { UsageError } from "../errors.js";
 import { readGGUF, type GGUFFile } from "../io/gguf/reader.js";
 import { loraScale, mergeLowRank, readLoraAdapter, transpose, writeLoraAdapter, type LoraAdapter } from "./loraAdapter.js";
@@ -38,12 +38,21 @@ export interface LoraRun extends RealizedRun {
   saveMerged(path: string): void;
 }
 
+/**
+ * The optimizer settings for adapters on a pretrained model (the recipe's defaults; options
+ * override them). B starts at zero, so the run starts at the base model; the adapters are few and
+ * small, so they take a larger step than full fine-tuning, but not a from-scratch one. A sweep
+ * on SmolLM2 (docs/cli.md, "Learning rates for a pretrained model") picked these.
+ */
+export const LORA_DEFAULTS = { lr: 3e-3, warmup: 0 } as const;
+
 export const lora = {
   name: "lora",
+  defaults: LORA_DEFAULTS,
   realize(model: string | GGUFFile, options: LoraOptions): LoraRun {
     const { rank, alpha, targets: targetNames, adapter, backend, ...train } = options;
     if (!(rank >= 1)) throw new UsageError(`lora: rank must be at least 1, got ${rank}`);
-    const trainOptions: TrainOptions = { ...DEFAULT_TRAIN_OPTIONS, ...train };
+    const trainOptions: TrainOptions = { ...DEFAULT_TRAIN_OPTIONS, ...LORA_DEFAULTS, ...train };
     const source = typeof model === "string" ? readGGUF(model) : model;
     const config = configOf(source);
     const params: Parameters = parametersFromFile(source);

@@ -12,11 +12,12 @@ import { loadVisionModel, type VisionModel } from "../archs/vit.js";
 import { patchCount, patchSize, VIT_KEYS, vitConfigOf, vitConfigProblem, type VitConfig } from "../archs/vitConfig.js";
 import { selectBackend, type Device } from "../backends/index.js";
 import { classify, type ClassifyResult } from "../engines/classify.js";
-import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type StepResult, type TrainOptions } from "../engines/train.js";
-import { Rng } from "../engines/rng.js";
-import { checkpointSpec, parametersFromFile, writeCheckpoint } from "../engines/trainParams.js";
-import type { Parameters } from "../engines/trainForward.js";
-import { imageClassification, type ImageBatchInput } from "../engines/vitForward.js";
+import { DEFAULT_TRAIN_OPTIONS, Trainer, trainKernels, type RunOptions, type StepResult, type TrainOptions } from "../train/trainer.js";
+import { Rng } from "../data/rng.js";
+import { blockNames, TENSORS, type LayerNames } from "../blocks/tensorNames.js";
+import { checkpointSpec, parametersFromFile, writeCheckpoint } from "../train/params.js";
+import type { Parameters } from "../train/objectives.js";
+import { imageClassification, type ImageBatchInput } from "../train/objectives.js";
 import { UsageError } from "../errors.js";
 import { GGUFValueType, parseGGUF, type GGUFFile } from "../io/gguf/reader.js";
 import { GGMLType } from "../io/gguf/types.js";
@@ -74,22 +75,22 @@ export function initialVitBytes(c: VitConfig, seed: number, classes: string[], n
   const put = (name: string, dims: number[], v: Float32Array) => tensors.push({ name, dims, type: GGMLType.F32, bytes: new Uint8Array(v.buffer, v.byteOffset, v.byteLength) });
   const normal = (name: string, dims: number[], std: number) => put(name, dims, Float32Array.from({ length: dims[0] * (dims[1] ?? 1) }, () => std * rng.normal()));
   const fill = (name: string, n: number, value: number) => put(name, [n], new Float32Array(n).fill(value));
-  const linear = (name: string, nIn: number, nOut: number, std = 0.02) => { normal(`${name}.weight`, [nIn, nOut], std); fill(`${name}.bias`, nOut, 0); };
-  const layerNorm = (name: string) => { fill(`${name}.weight`, d, 1); fill(`${name}.bias`, d, 0); };
+  const linear = (n: LayerNames, nIn: number, nOut: number, std = 0.02) => { normal(n.weight, [nIn, nOut], std); fill(n.bias, nOut, 0); };
+  const layerNorm = (n: LayerNames) => { fill(n.weight, d, 1); fill(n.bias, d, 0); };
 
-  linear("patch_embd", patchSize(c), d, 1 / Math.sqrt(patchSize(c)));
-  fill("class_embd.weight", d, 0);
-  normal("position_embd.weight", [d, T], 0.02);
+  linear(TENSORS.patchEmbd, patchSize(c), d, 1 / Math.sqrt(patchSize(c)));
+  fill(TENSORS.classEmbd, d, 0);
+  normal(TENSORS.positionEmbd, [d, T], 0.02);
   for (let l = 0; l < c.nLayer; l++) {
-    const b = `blk.${l}`;
-    layerNorm(`${b}.attn_norm`);
-    for (const k of ["attn_q", "attn_k", "attn_v", "attn_output"]) linear(`${b}.${k}`, d, d);
-    layerNorm(`${b}.ffn_norm`);
-    linear(`${b}.ffn_up`, d, F);
-    linear(`${b}.ffn_down`, F, d);
+    const n = blockNames(l);
+    layerNorm(n.attnNorm);
+    for (const m of [n.attnQ, n.attnK, n.attnV, n.attnOutput]) linear(m, d, d);
+    layerNorm(n.ffnNorm);
+    linear(n.ffnUp, d, F);
+    linear(n.ffnDown, F, d);
   }
-  layerNorm("output_norm");
-  linear("output", d, c.nClasses);
+  layerNorm(TENSORS.outputNorm);
+  linear(TENSORS.output, d, c.nClasses);
 
   const U32 = GGUFValueType.UINT32, F32 = GGUFValueType.FLOAT32;
   const metadata: GGUFMetadataEntry[] = [

@@ -12,25 +12,24 @@ export const LIB_INDEX = `// @ts-check
 // "parallel" (hyperparameters under "parallel.*", llama's tensor names) then load with toy's
 // loadModel, run on every backend, decode through the KV cache, and serve.
 
-import {
-  add, embedding, feedForward, gatherRows, llamaLikeConfig, matmul, norm, registerArchitecture, selfAttention,
-} from "toy";
+import { blockConfigs, blockNames, feedForward, llamaLikeConfig, norm, registerArchitecture, selfAttention, TENSORS } from "toy";
 
 /**
- * One parallel block: x [T, d] → [T, d]. The rows of several sequences (segments) may share the
- * call; each attends to its own KV cache, layer \`layer\`.
- * @param {import("toy").Tensor} x
- * @param {import("toy").BlockWeights} w
+ * One parallel block: x [T, d] → [T, d], layer \`l\`, on either run of the forward (inference:
+ * Tensors and the KV cache; training: Vars on the tape).
+ * @template {import("toy").Value} X
+ * @param {import("toy").Ops<X>} ops
+ * @param {X} x
  * @param {import("toy").BlockConfig} c
- * @param {readonly import("toy").Segment[]} segments
- * @param {number} layer
- * @param {Int32Array} positions
+ * @param {number} l
+ * @returns {X}
  */
-export function parallelBlock(x, w, c, segments, layer, positions) {
-  if (!w.ffn) throw new Error("parallel: mixture-of-experts blocks are not supported");
-  const a = selfAttention(norm(x, w.attnNorm), w.attn, c.attn, segments, layer, positions); // [T, d]
-  const f = feedForward(norm(x, w.ffnNorm), w.ffn, c.ffn);                                 // [T, d]
-  return add(add(x, a), f);                                                                // [T, d]
+export function parallelBlock(ops, x, c, l) {
+  if (c.ffn.experts > 0) throw new Error("parallel: mixture-of-experts blocks are not supported");
+  const n = blockNames(l);
+  const a = selfAttention(ops, norm(ops, x, n.attnNorm, c.norm), n, c.attn, l);                          // [T, d]
+  const f = feedForward(ops, norm(ops, x, n.ffnNorm, c.norm), { gate: n.ffnGate, up: n.ffnUp, down: n.ffnDown }, c.ffn.kind); // [T, d]
+  return ops.add(ops.add(x, a), f);                                                                     // [T, d]
 }
 
 /** @type {import("toy").Architecture} */
@@ -38,13 +37,13 @@ export const parallel = {
   name: "parallel",
   // The same hyperparameters as llama (RoPE on interleaved pairs, RMSNorm, SwiGLU), under "parallel.*".
   config: (file) => llamaLikeConfig(file, "parallel", "interleaved"),
-  forward(w, _c, { ids, segments, positions, lastRows, device }) {
-    let x = embedding(w.tokenEmbd, ids, device);                                   // [T, d]
-    w.blocks.forEach((block, l) => {
-      x = parallelBlock(x, block, w.blockConfigs[l], segments, l, positions);      // [T, d]
+  forward(ops, c, ids) {
+    let x = ops.embedding(TENSORS.tokenEmbd, ids);                                 // [T, d]
+    blockConfigs(c).forEach((layer, l) => {
+      x = parallelBlock(ops, x, layer, l);                                         // [T, d]
     });
-    if (lastRows) x = gatherRows(x, lastRows);                                     // [S, d]
-    return matmul(norm(x, w.outputNorm), w.output);                                // [T | S, vocab]
+    x = ops.lastRows(x);                                                           // [S, d]
+    return ops.linear(norm(ops, x, TENSORS.outputNorm, c.norm), c.tiedOutput ? TENSORS.tokenEmbd : TENSORS.output.weight); // [T | S, vocab]
   },
 };
 
@@ -55,7 +54,9 @@ export const LIB_TEST = `// The parallel architecture on tiny random models writ
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cpuBackend, generate, loadModelFromFile, parseGGUF, supportedArchitectures, DEFAULT_SAMPLING } from "toy";
+import {
+  cpuBackend, generate, loadModelFromFile, parametersFromFile, parseGGUF, supportedArchitectures, Trainer, DEFAULT_SAMPLING, DEFAULT_TRAIN_OPTIONS,
+} from "toy";
 import { parallel } from "../index.mjs";
 import { tinyModel } from "./tiny-model.mjs";
 
@@ -106,6 +107,14 @@ for (const device of devices) {
     assert.deepEqual(a, b);
   });
 }
+
+test("the same forward trains: a few AdamW steps on one batch lower the loss", () => {
+  const model = load("ts", { arch: "parallel" });
+  const trainer = new Trainer(model.config, parametersFromFile(model.file), { ...DEFAULT_TRAIN_OPTIONS, steps: 6, lr: 1e-2, schedule: "constant" });
+  const batch = { input: ids.subarray(0, 6), target: ids.subarray(1, 7), batch: 1, seq: 6 };
+  const losses = Array.from({ length: 6 }, () => trainer.step(batch).loss);
+  assert.ok(losses[5] < losses[0], losses.join(", "));
+});
 `;
 
 export const LIB_README = `# {{name}}
@@ -124,12 +133,13 @@ const model = loadModel("model.gguf", selectBackend());   // general.architectur
 \`\`\`
 
 - \`index.mjs\` — \`parallelBlock\` (one block, from toy's \`selfAttention\`, \`feedForward\`, \`norm\`,
-  \`add\`), the \`parallel\` architecture (\`{ name, config(file), forward(weights, config, input) }\`),
+  \`ops.add\`), the \`parallel\` architecture (\`{ name, config(file), forward(ops, config, ids) }\`),
   and \`registerArchitecture(parallel)\`. Plain ESM with JSDoc types from toy's declarations
   (\`// @ts-check\`), so there is no build step.
 - \`test/parallel.test.mjs\` — with every feed-forward zeroed the architecture equals toy's llama
   on the same weights; with feed-forwards it does not; decoding through the KV cache equals
-  recomputing; toy's generation engine runs it, on every backend this machine has.
+  recomputing; toy's generation engine runs it, on every backend this machine has; toy's
+  \`Trainer\` trains it (the same forward, on the autograd tape).
 - \`test/tiny-model.mjs\` — the tiny random GGUF models those tests load, written with toy's
   \`encodeGGUF\`.
 

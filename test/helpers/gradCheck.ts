@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { Tape, type Var } from "../../src/autograd/tape.js";
 import type { TrainKernels } from "../../src/autograd/kernels/index.js";
-import { Rng } from "../../src/engines/rng.js";
+import { Rng } from "../../src/data/rng.js";
 
 /** Σ y ⊙ w for fixed random weights w: a scalar that depends on every output. */
 function probe(y: Var, w: Float32Array): Var {

@@ -33,3 +33,13 @@ export function softcap(x: Var, cap: number): Var {
     }
   });
 }
+
+/** f(x) elementwise, for a function given with its derivative;  ∂x = f'(x) ∂y */
+export function map(x: Var, f: (v: number) => number, df: (v: number) => number): Var {
+  const y = new Float32Array(x.size);
+  for (let i = 0; i < y.length; i++) y[i] = f(x.data[i]);
+  return x.tape.record(x.shape, y, [x], (out) => {
+    const dx = x.gradBuffer(), dy = out.grad!;
+    for (let i = 0; i < dx.length; i++) dx[i] += df(x.data[i]) * dy[i];
+  });
+}

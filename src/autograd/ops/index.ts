@@ -1,6 +1,6 @@
 export { linear } from "./linear.js";
 export { embedding } from "./embedding.js";
-export { add, scale, softcap } from "./arith.js";
+export { add, scale, softcap, map } from "./arith.js";
 export { reshape, sliceCols, sliceRows, gatherRows } from "./shape.js";
 export { concatRows } from "./concat.js";
 export { rmsNorm, layerNorm } from "./norm.js";

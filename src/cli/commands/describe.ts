@@ -9,7 +9,7 @@ import { isVitCard, readVitCard, renderVitCard } from "../../card/vit.js";
 import { UsageError } from "../../errors.js";
 import { readGGUFHeader } from "../../io/gguf/reader.js";
 import { printJson } from "../common.js";
-import { resolveModelPath } from "../modelNames.js";
+import { resolveModelPath } from "../../io/discovery/modelNames.js";
 
 interface DescribeFlags {
   parse?: string;

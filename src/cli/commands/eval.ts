@@ -10,7 +10,7 @@ import { selectBackend } from "../../backends/index.js";
 import { classify, formatConfusion } from "../../engines/classify.js";
 import { readGGUF, readGGUFHeader } from "../../io/gguf/reader.js";
 import { loadImageData } from "../../io/images/index.js";
-import { resolveModelPath } from "../modelNames.js";
+import { resolveModelPath } from "../../io/discovery/modelNames.js";
 import { checkIds, idList, int, openModel, printJson } from "../common.js";
 import { progressBar } from "../progress.js";
 import { backendOptions } from "./options.js";

@@ -8,7 +8,7 @@ import { UsageError } from "../../errors.js";
 import { chatTemplateFor, parseMessages, type ChatMessage } from "../../io/chat/template.js";
 import { checkIds, float, idList, int, openModel, printJson, type OpenedModel } from "../common.js";
 import { interactiveChat } from "../chat.js";
-import { defaultModelPath } from "../modelNames.js";
+import { defaultModelPath } from "../../io/discovery/modelNames.js";
 import { backendOptions } from "./options.js";
 
 export interface InferFlags {

@@ -5,7 +5,7 @@ import { Command } from "commander";
 import { UsageError } from "../../errors.js";
 import { createServer } from "../../serve/server.js";
 import { int, openModel } from "../common.js";
-import { defaultModelPath } from "../modelNames.js";
+import { defaultModelPath } from "../../io/discovery/modelNames.js";
 import { toyVersion } from "../program.js";
 import { backendOptions } from "./options.js";
 

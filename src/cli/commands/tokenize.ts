@@ -6,7 +6,7 @@ import { ToyError, UsageError } from "../../errors.js";
 import { readGGUFHeader } from "../../io/gguf/reader.js";
 import { tokenizerFromMetadata } from "../../io/tokenizer/index.js";
 import { printJson } from "../common.js";
-import { resolveModelPath } from "../modelNames.js";
+import { resolveModelPath } from "../../io/discovery/modelNames.js";
 
 interface TokenizeFlags {
   text?: string;

@@ -11,9 +11,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { ToyError, UsageError } from "../../errors.js";
-import { Rng } from "../../engines/rng.js";
-import { DEFAULT_TRAIN_OPTIONS, type TrainOptions } from "../../engines/train.js";
-import type { Batch } from "../../engines/trainForward.js";
+import { Rng } from "../../data/rng.js";
+import { DEFAULT_TRAIN_OPTIONS, type TrainOptions } from "../../train/trainer.js";
+import type { Batch } from "../../data/batch.js";
 import { tokenizerFromMetadata } from "../../io/tokenizer/index.js";
 import { RunBundle, type Checkpoint } from "../../io/runs/bundle.js";
 import { corpusTokens, DATA_FORMATS, dataFormatOf, defaultCorpusPath, type DataFormat } from "../../io/runs/corpus.js";
@@ -22,11 +22,12 @@ import { DEFAULT_SCRATCH_CONFIG, fromScratch, SCRATCH_CONFIGS } from "../../reci
 import { DEFAULT_LORA_TARGETS, lora } from "../../recipes/lora.js";
 import { warmStart, type RealizedRun } from "../../recipes/warmStart.js";
 import { float, int } from "../common.js";
-import { optimizerFlags, runLoop, type CommonTrainFlags } from "./trainLoop.js";
+import { runLoop } from "../../train/loop.js";
+import { loopOutput, optimizerFlags, type CommonTrainFlags } from "./trainFlags.js";
 import { trainVit, vitCommand, type VitSpec } from "./trainVit.js";
 import { cpuBackend, selectBackend, type Device } from "../../backends/index.js";
 import { backendOptions } from "./options.js";
-import { resolveModelPath } from "../modelNames.js";
+import { resolveModelPath } from "../../io/discovery/modelNames.js";
 
 type Recipe = "from-scratch" | "warm-start" | "lora";
 
@@ -65,8 +66,9 @@ interface Defaults { steps: number; batch: number; seq: number; lr: number; warm
 const RECIPE_DEFAULTS: Record<Recipe, Defaults> = {
   // small (d 128, 4 layers) on the cpu backend: 600 steps of 8 × 128 tokens, ~30 s on 2 cores.
   "from-scratch": { steps: 600, batch: 8, seq: 128, lr: 3e-3, warmup: 20, evalEvery: 100, saveEvery: 200 },
-  "warm-start": { steps: DEFAULT_TRAIN_OPTIONS.steps, batch: 4, seq: 64, lr: DEFAULT_TRAIN_OPTIONS.lr, warmup: DEFAULT_TRAIN_OPTIONS.warmup, evalEvery: 0, saveEvery: 0 },
-  lora: { steps: DEFAULT_TRAIN_OPTIONS.steps, batch: 4, seq: 64, lr: 1e-3, warmup: DEFAULT_TRAIN_OPTIONS.warmup, evalEvery: 0, saveEvery: 0 },
+  // A pretrained model: the recipes' own learning rates and warmup (src/recipes, docs/cli.md).
+  "warm-start": { steps: DEFAULT_TRAIN_OPTIONS.steps, batch: 4, seq: 64, ...warmStart.defaults, evalEvery: 0, saveEvery: 0 },
+  lora: { steps: DEFAULT_TRAIN_OPTIONS.steps, batch: 4, seq: 64, ...lora.defaults, evalEvery: 0, saveEvery: 0 },
 };
 
 /** from-scratch's model when --config is not given, on the cpu backend. */
@@ -249,5 +251,5 @@ async function train(spec: RunSpec, openBundle: () => RunBundle, ckpt?: Checkpoi
       log.emit({ event: "checkpoint", step: flags.steps, path: merged, merged: true });
     },
     spec: spec as unknown as Record<string, unknown>,
-  });
+  }, loopOutput(flags.json, "tokens"));
 }

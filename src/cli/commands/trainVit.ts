@@ -7,7 +7,7 @@
 import { resolve } from "node:path";
 import { Command } from "commander";
 import { UsageError } from "../../errors.js";
-import { DEFAULT_TRAIN_OPTIONS, type TrainOptions } from "../../engines/train.js";
+import { DEFAULT_TRAIN_OPTIONS, type TrainOptions } from "../../train/trainer.js";
 import { ImageBatches, loadImageData, type ImageSplit } from "../../io/images/index.js";
 import { readGGUF } from "../../io/gguf/reader.js";
 import { RunBundle, type Checkpoint } from "../../io/runs/bundle.js";
@@ -15,7 +15,8 @@ import { DEFAULT_VIT_CONFIG, VIT_CONFIGS, vitConfigFor, vitTiny, type VitRun } f
 import { selectBackend } from "../../backends/index.js";
 import { int } from "../common.js";
 import { backendOptions } from "./options.js";
-import { optimizerFlags, runLoop, type CommonTrainFlags } from "./trainLoop.js";
+import { runLoop } from "../../train/loop.js";
+import { loopOutput, optimizerFlags, type CommonTrainFlags } from "./trainFlags.js";
 
 export interface VitFlags extends CommonTrainFlags {
   data: string;
@@ -86,5 +87,5 @@ export function trainVit(spec: VitSpec, openBundle: () => RunBundle, ckpt?: Chec
     },
     options: optionsOf(flags),
     spec: spec as unknown as Record<string, unknown>,
-  });
+  }, loopOutput(flags.json, "images"));
 }

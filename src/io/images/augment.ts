@@ -3,7 +3,7 @@
 // drawn independently per image; what moves in at the border is black (a [0, 1] zero, i.e.
 // −mean/std once standardized).
 
-import type { Rng } from "../../engines/rng.js";
+import type { Rng } from "../../data/rng.js";
 import { normalizedZero } from "./normalize.js";
 import type { ImageSet } from "./imageSet.js";
 

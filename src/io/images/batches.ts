@@ -5,7 +5,7 @@
 // Every batch is full: when fewer than B images are left in an epoch, the next epoch starts
 // (those few are left out of this epoch; with shuffling they differ from epoch to epoch).
 
-import { Rng } from "../../engines/rng.js";
+import { Rng } from "../../data/rng.js";
 import { randomTranslate, type Augmentation } from "./augment.js";
 import { imageSize, type ImageSet } from "./imageSet.js";
 import { seedFor, shuffled, STREAM } from "./shuffle.js";

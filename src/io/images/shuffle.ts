@@ -2,7 +2,7 @@
 // (an epoch's shuffle, a batch's augmentation), so that each can be regenerated from its
 // position alone: resuming needs no saved generator state, only where the data was.
 
-import { Rng } from "../../engines/rng.js";
+import { Rng } from "../../data/rng.js";
 
 /** A uniformly random permutation of 0 … n − 1 (Fisher–Yates, drawing from `rng`). */
 export function shuffled(n: number, rng: Rng): Int32Array {

@@ -1,7 +1,7 @@
 // Turning one labelled set into a training and an evaluation split, and standardizing the two
 // alike with statistics from the training split.
 
-import { Rng } from "../../engines/rng.js";
+import { Rng } from "../../data/rng.js";
 import { UsageError } from "../../errors.js";
 import { selectImages, type ImageSet, type ImageSplit, type Normalization } from "./imageSet.js";
 import { computeNormalization, normalize } from "./normalize.js";

@@ -3,8 +3,8 @@
 // windows of T + 1 tokens at seeded random positions of the first 90%. The random state is the
 // only data position there is, so a checkpoint that saves it resumes onto the same windows.
 
-import { Rng } from "../../engines/rng.js";
-import type { Batch } from "../../engines/trainForward.js";
+import { Rng } from "../../data/rng.js";
+import type { Batch } from "../../data/batch.js";
 import { UsageError } from "../../errors.js";
 
 /** Token ids as held in memory: Int32 from a tokenizer, a Uint16/Uint32 view of an id file. */

@@ -2,17 +2,16 @@
 // accumulation: the mean of their gradients), global-norm clipping, the schedule's learning
 // rate, and an AdamW update of the float32 parameters in place. What is minimized is an
 // Objective: next-token prediction for a decoder, image classification for a ViT
-// (engines/vitForward.ts).
+// (engines/objectives.ts).
 
 import type { ModelConfig } from "../archs/config.js";
 import { AdamW } from "../optim/adamw.js";
 import { clipGradNorm } from "../optim/clip.js";
 import { learningRate, type ScheduleKind } from "../optim/schedule.js";
-import { Tape } from "../autograd/tape.js";
 import { trainKernelsFor, tsTrainKernels, type TrainKernels } from "../autograd/kernels/index.js";
 import { selectBackend, type Device } from "../backends/index.js";
-import { crossEntropy } from "../autograd/ops/crossEntropy.js";
-import { lossAndGradients, trainingForward, type Batch, type LossAndGradients, type Parameters, type TrainSetup } from "./trainForward.js";
+import type { Batch } from "../data/batch.js";
+import { nextToken, type Objective, type Parameters, type TrainSetup } from "./objectives.js";
 
 export interface TrainOptions {
   steps: number;
@@ -56,25 +55,6 @@ export interface StepResult {
   seconds: number;
   /** The (accumulated, clipped) gradients the update used, by GGUF name. */
   grads: Map<string, Float32Array>;
-}
-
-/** What a Trainer minimizes, over batches of type B. */
-export interface Objective<B> {
-  /** The mean loss of a batch and ∂loss/∂θ for every trainable parameter. */
-  lossAndGradients(params: Parameters, batch: B, setup: TrainSetup): LossAndGradients;
-  /** The mean loss of a batch (no gradients). */
-  loss(params: Parameters, batch: B, setup: TrainSetup): number;
-  /** What a batch holds, for throughput: tokens, images. */
-  count(batch: B): number;
-}
-
-/** Next-token prediction with a decoder of config c (the language-model recipes' objective). */
-export function nextToken(c: ModelConfig): Objective<Batch> {
-  return {
-    lossAndGradients: (params, batch, setup) => lossAndGradients(c, params, batch, setup),
-    loss: (params, batch, setup) => crossEntropy(trainingForward(new Tape(setup.kernels), c, params, batch, setup).logits, batch.target).data[0],
-    count: (batch) => batch.input.length,
-  };
 }
 
 export class Trainer<B = Batch> {

@@ -1,60 +1,33 @@
-// The loop every `toy train` recipe runs: the events (toy/v1) of a run bundle, a progress bar on
-// a terminal, validation at --eval-every, checkpoints (weights, optimizer, sampler state) at
-// --save-every and at the end, and an exact continuation from a checkpoint. What differs
-// between recipes — the model, the batches, what validation measures — comes in a LoopSetup.
+// The run loop every `toy train` recipe runs, for library users too: the events (toy/v1) of a
+// run bundle, validation every evalEvery steps, checkpoints (weights, optimizer, sampler state)
+// every saveEvery steps and at the end, and an exact continuation from a checkpoint (resume).
+// What differs between recipes — the model, the batches, what validation measures — comes in a
+// LoopSetup; what the caller shows (a progress bar, log lines) in its LoopOutput.
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import cliProgress from "cli-progress";
-import { InvalidArgumentError, Option, type Command } from "commander";
-import type { Device } from "../../backends/index.js";
-import { DEFAULT_TRAIN_OPTIONS, type StepResult, type Trainer, type TrainOptions } from "../../engines/train.js";
-import { float, int } from "../common.js";
-import { EventLog } from "../../engines/trainEvents.js";
-import { restoreTrainingState, saveTrainingState } from "../../engines/trainState.js";
-import type { Checkpoint, RunBundle } from "../../io/runs/bundle.js";
-
-export function betas(value: string): [number, number] {
-  const b = value.split(",").map(Number);
-  if (b.length !== 2 || b.some((x) => !(x >= 0 && x < 1))) throw new InvalidArgumentError(`--betas must be two numbers in [0, 1) like 0.9,0.95, got "${value}"`);
-  return [b[0], b[1]];
-}
-
-/** What every recipe's flags hold: the optimizer's, the run's length and seed, the bundle's. */
-export interface CommonTrainFlags {
-  steps: number;
-  batch: number;
-  lr: number;
-  betas: [number, number];
-  eps: number;
-  weightDecay: number;
-  schedule: "constant" | "cosine";
-  warmup: number;
-  clip: number;
-  seed: number;
-  evalEvery: number;
-  saveEvery: number;
-  out: string;
-  json?: boolean;
-  backend?: string;
-  threads?: number;
-}
-
-/** The optimizer's flags, --lr to --clip, with a recipe's own defaults where it has them. */
-export function optimizerFlags(cmd: Command, r: { lr: number; weightDecay: number; warmup: number }): Command {
-  const d = DEFAULT_TRAIN_OPTIONS;
-  return cmd
-    .option("--lr <x>", "peak learning rate", float("--lr", 0), r.lr)
-    .option("--betas <b1,b2>", "AdamW betas", betas, d.betas)
-    .option("--eps <x>", "AdamW epsilon", float("--eps", 0), d.eps)
-    .option("--weight-decay <x>", "decoupled weight decay (tensors with 2+ dims)", float("--weight-decay", 0), r.weightDecay)
-    .addOption(new Option("--schedule <kind>", "learning-rate schedule").choices(["constant", "cosine"]).default(d.schedule))
-    .option("--warmup <n>", "linear warmup steps", int("--warmup", 0), r.warmup)
-    .option("--clip <x>", "global gradient-norm clipping (0: off)", float("--clip", 0), d.clip);
-}
+import type { Device } from "../backends/index.js";
+import type { StepResult, Trainer, TrainOptions } from "./trainer.js";
+import { EventLog } from "./events.js";
+import { restoreTrainingState, saveTrainingState } from "./state.js";
+import type { Checkpoint, RunBundle } from "../io/runs/bundle.js";
 
 export function toyVersion(): string {
-  return (JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+  return (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+}
+
+/** What the loop tells its caller besides the event file (all optional: a library run is quiet). */
+export interface LoopOutput {
+  /** Every event as the JSON line written to events.jsonl (`toy train --json` prints them). */
+  event?(line: string): void;
+  /** A line for a person: resuming, validation, each step when there is no progress bar. */
+  say?(line: string): void;
+  /** A progress display, updated after each step (a terminal's bar). */
+  progress?: {
+    start(total: number, done: number): void;
+    update(done: number, loss: number, perSecond: number): void;
+    stop(): void;
+  };
 }
 
 export interface LoopSetup<B> {
@@ -62,7 +35,7 @@ export interface LoopSetup<B> {
   bundle: RunBundle;
   /** The checkpoint a resumed run continues from (its sampler state already restored). */
   ckpt?: Checkpoint;
-  flags: { steps: number; evalEvery: number; saveEvery: number; seed: number; json?: boolean };
+  flags: { steps: number; evalEvery: number; saveEvery: number; seed: number };
   options: TrainOptions;
   backend: Device;
   /** run_start's fields besides run_id, options, seed, backend and versions. */
@@ -84,26 +57,17 @@ export interface LoopSetup<B> {
   spec: Record<string, unknown>;
 }
 
-export async function runLoop<B>(s: LoopSetup<B>): Promise<void> {
+export async function runLoop<B>(s: LoopSetup<B>, out: LoopOutput = {}): Promise<void> {
   const { run, bundle, ckpt, flags } = s;
   const start = ckpt?.state.step ?? 0;
   if (ckpt) {
     restoreTrainingState(run.trainer as Trainer<unknown>, ckpt);
     bundle.truncateEvents(start);
   }
-  const log = new EventLog(bundle.eventsPath, flags.json ? (line) => process.stdout.write(line + "\n") : undefined);
+  const log = new EventLog(bundle.eventsPath, out.event);
   const unit = s.unit === "tokens" ? "tok" : "img";
-  const bar = !flags.json && process.stderr.isTTY
-    ? new cliProgress.SingleBar({
-      format: `[{bar}] step {value}/{total}  loss {loss}  {tps} ${unit}/s  {duration_formatted} elapsed, eta {eta_formatted}`,
-      stream: process.stderr, hideCursor: true, etaBuffer: 20,
-    }, cliProgress.Presets.shades_classic)
-    : undefined;
-  const say = (line: string) => {
-    if (flags.json) return;
-    // On a terminal, clear the bar's line first; it is redrawn at the next update.
-    process.stderr.write(bar ? `\r\x1b[2K${line}\n` : line + "\n");
-  };
+  const bar = out.progress;
+  const say = (line: string) => out.say?.(line);
 
   if (!ckpt) {
     log.emit({
@@ -135,14 +99,14 @@ export async function runLoop<B>(s: LoopSetup<B>): Promise<void> {
     evaluate(0);
     if (s.saveInitial) save(0, "step-0.gguf"); // the untrained model, to compare against
   }
-  bar?.start(flags.steps, start, { loss: "-", tps: "-" });
+  bar?.start(flags.steps, start);
   let last: StepResult | undefined;
   for (let i = start; i < flags.steps; i++) {
     const r = run.step(s.nextBatch());
     last = r;
     const tps = r.tokens / r.seconds;
     log.emit({ event: "step", step: r.step, loss: r.loss, lr: r.lr, grad_norm: r.gradNorm, [s.unit]: r.tokens, [`${s.unit}_per_s`]: tps });
-    if (bar) bar.update(i + 1, { loss: r.loss.toFixed(4), tps: tps.toFixed(0) });
+    if (bar) bar.update(i + 1, r.loss, tps);
     else say(`step ${r.step + 1}/${flags.steps}  loss ${r.loss.toFixed(4)}  lr ${r.lr.toExponential(2)}  |g| ${r.gradNorm.toFixed(3)}  ${tps.toFixed(0)} ${unit}/s`);
     if (flags.evalEvery > 0 && (i + 1) % flags.evalEvery === 0 && i + 1 < flags.steps) { evaluate(i + 1); bundle.drawLossCurve(); }
     if (flags.saveEvery > 0 && (i + 1) % flags.saveEvery === 0 && i + 1 < flags.steps) save(i + 1, `step-${i + 1}.gguf`);

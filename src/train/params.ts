@@ -5,7 +5,7 @@ import type { GGUFFile } from "../io/gguf/reader.js";
 import { writeGGUF, type GGUFWriteSpec } from "../io/gguf/writer.js";
 import { dequantize } from "../quant/index.js";
 import { weightFromInfo } from "../tensor/weight.js";
-import type { Parameters } from "./trainForward.js";
+import type { Parameters } from "./objectives.js";
 
 /** Every tensor of the file, dequantized to a fresh float32 array (the file is never written). */
 export function parametersFromFile(file: GGUFFile): Parameters {

@@ -5,9 +5,9 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ModelFileError, UsageError } from "../errors.js";
-import { resolveModelName } from "../io/discovery/index.js";
-import { isRunDir, runModelPath } from "../io/runs/bundle.js";
+import { ModelFileError, UsageError } from "../../errors.js";
+import { resolveModelName } from "./index.js";
+import { isRunDir, runModelPath } from "../runs/bundle.js";
 
 export function resolveModelPath(spec: string): string {
   if (existsSync(spec)) {
@@ -29,7 +29,7 @@ const DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /** The model used when none is named: $TOY_MODEL, else SmolLM2-135M-Instruct from the fixtures. */
 export function defaultModelPath(): string {
   if (process.env.TOY_MODEL) return process.env.TOY_MODEL;
-  const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+  const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..");
   const candidates = [
     process.env.TOY_FIXTURES && join(process.env.TOY_FIXTURES, "models", DEFAULT_MODEL_FILE),
     join(projectRoot, "..", "shared", "fixtures", "models", DEFAULT_MODEL_FILE),

@@ -8,7 +8,7 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { STATE_SCHEMA, type Checkpoint, type CheckpointState } from "../io/runs/bundle.js";
 import { writeFileAtomic } from "../io/runs/atomic.js";
-import type { Trainer } from "./train.js";
+import type { Trainer } from "./trainer.js";
 
 /** Write the optimizer file and state.json for a checkpoint whose GGUF is already at weights/<gguf>. */
 export function saveTrainingState(weightsDir: string, gguf: string, trainer: Trainer, rng: number[], run: Record<string, unknown>): CheckpointState {
