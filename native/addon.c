@@ -121,15 +121,17 @@ static napi_value js_rope(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-// attention(q, k, v, T, pos0, nKeys, nHeads, nKVHeads, headDim, scale, softcap, window, causal, out)
+// attention(q, kBytes, vBytes, kvType, T, pos0, nKeys, nHeads, nKVHeads, headDim, scale, softcap, window, causal, out)
 static napi_value js_attention(napi_env env, napi_callback_info info) {
-  ARGS(14);
-  F32A(0, q); F32A(1, k); F32A(2, v); INT(3, T); INT(4, pos0); INT(5, nKeys); INT(6, nHeads); INT(7, nKV); INT(8, headDim);
-  FLT(9, scale); FLT(10, softcap); INT(11, window); INT(12, causal); F32A(13, out);
+  ARGS(15);
+  F32A(0, q); BYTES(1, k); BYTES(2, v); INT(3, type); INT(4, T); INT(5, pos0); INT(6, nKeys); INT(7, nHeads); INT(8, nKV); INT(9, headDim);
+  FLT(10, scale); FLT(11, softcap); INT(12, window); INT(13, causal); F32A(14, out);
   NEED(T >= 0 && nKeys >= 0 && nHeads > 0 && nKV > 0 && nHeads % nKV == 0 && headDim > 0 && pos0 >= 0, "attention: bad shape");
+  const size_t rb = kv_row_bytes((int)type, nKV * headDim);
+  NEED(rb && kv_row_bytes((int)type, headDim), "attention: KV type %lld with head size %lld is not a KV-cache type (f32, f16, q8_0 with head size a multiple of 32)", (long long)type, (long long)headDim);
   NEED(q.len >= (size_t)(T * nHeads * headDim) && out.len >= (size_t)(T * nHeads * headDim), "attention: q/out too small");
-  NEED(k.len >= (size_t)(nKeys * nKV * headDim) && v.len >= (size_t)(nKeys * nKV * headDim), "attention: k/v too small");
-  LOCKED(k_attention(q.data, k.data, v.data, T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, (int)causal, out.data));
+  NEED(k.len >= (size_t)nKeys * rb && v.len >= (size_t)nKeys * rb, "attention: k/v too small");
+  LOCKED(k_attention(q.data, k.data, v.data, (int)type, T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, (int)causal, out.data));
   return NULL;
 }
 

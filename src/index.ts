@@ -17,14 +17,15 @@ export { selfAttention, type AttentionWeights, type AttentionConfig } from "./bl
 export { feedForward, type FeedForwardKind, type FeedForwardWeights } from "./blocks/feedForward.js";
 export { mixtureOfExperts, type ExpertsWeights } from "./blocks/mixtureOfExperts.js";
 export { transformerBlock, type BlockWeights, type BlockConfig } from "./blocks/transformerBlock.js";
-export { KVCache, LayerCache, type Segment } from "./blocks/kvCache.js";
+export { KVCache, LayerCache, type KVCacheOptions, type Segment } from "./blocks/kvCache.js";
+export { KV_TYPES, type KVType } from "./blocks/kvCacheTypes.js";
 
 // Architectures: a config read from GGUF metadata and a one-screen forward.
 export {
   ARCHITECTURES, registerArchitecture, supportedArchitectures, architectureOf,
   configOf, loadModel, loadModelFromFile,
 } from "./archs/index.js";
-export { buildModel, type Architecture, type ForwardInput, type LanguageModel } from "./archs/model.js";
+export { buildModel, type Architecture, type ForwardInput, type LanguageModel, type ModelOptions } from "./archs/model.js";
 export { baseConfig, ropeConfig, type ModelConfig } from "./archs/config.js";
 export { loadDecoder, type DecoderWeights } from "./archs/layers.js";
 export { ModelWeights, toFloat32 } from "./archs/weights.js";

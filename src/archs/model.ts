@@ -2,6 +2,7 @@
 
 import type { Device } from "../backends/kernels.js";
 import { KVCache, type Segment } from "../blocks/kvCache.js";
+import { checkKVType, DEFAULT_KV_TYPE, type KVType } from "../blocks/kvCacheTypes.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { Workspace } from "../tensor/workspace.js";
@@ -17,8 +18,13 @@ export interface LanguageModel {
   readonly contextLength: number;
   /** The configuration the model was built from (what `toy describe --json` prints). */
   readonly config: ModelConfig;
-  /** A fresh KV cache for up to `capacity` positions (default: the model's context length). */
-  newCache(capacity?: number): KVCache;
+  /** The storage type of the caches `newCache` makes unless told otherwise. */
+  readonly cacheType: KVType;
+  /**
+   * A fresh KV cache for up to `capacity` positions (default: the model's context length), storing
+   * keys and values as `type` (default: cacheType). Sliding-window layers keep only their window.
+   */
+  newCache(capacity?: number, opts?: { type?: KVType }): KVCache;
   /**
    * Run tokens `ids` at positions cache.length.. and append them to the cache.
    * Returns logits [T, vocab] ("all") or [1, vocab] for the last token ("last").
@@ -54,14 +60,23 @@ export interface Architecture {
 /** Forwards of at most this many rows in all reuse the model's workspace. */
 const WORKSPACE_ROWS = 16;
 
-export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConfig, device: Device): LanguageModel {
+/** Options of loading a model. */
+export interface ModelOptions {
+  /** KV-cache storage type (default f32: the references' numerics; the CLI defaults to f16). */
+  cacheType?: KVType;
+}
+
+export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConfig, device: Device, opts: ModelOptions = {}): LanguageModel {
   const weights = loadDecoder(new ModelWeights(file), config);
   const kvWidth = config.nKVHead * config.headDim;
+  const cacheType = checkKVType(opts.cacheType ?? DEFAULT_KV_TYPE, config.headDim);
+  const windows = weights.blockConfigs.map((b) => b.attn.attn.window);
   const workspace = new Workspace();
   return {
-    arch: arch.name, file, device, config,
+    arch: arch.name, file, device, config, cacheType,
     nVocab: config.nVocab, contextLength: config.contextLength,
-    newCache: (capacity = config.contextLength) => new KVCache(config.nLayer, capacity, kvWidth),
+    newCache: (capacity = config.contextLength, o = {}) =>
+      new KVCache(config.nLayer, capacity, kvWidth, { type: checkKVType(o.type ?? cacheType, config.headDim), windows }),
     forward(ids, cache, logits) {
       return run([{ ids, cache }], logits === "all");
     },

@@ -51,7 +51,8 @@ export function selfAttention(x: Tensor, w: AttentionWeights, c: AttentionConfig
   for (const { cache, start, length, pos0 } of segments) {
     const kv = cache.layers[layer];
     kv.write(pos0, k.sliceRows(start, start + length), v.sliceRows(start, start + length));
-    const out = attention(q.sliceRows(start, start + length), kv.k, kv.v, pos0, pos0 + length, c.kvHeads, c.attn);
+    // The cache's row 0 holds position kv.base (> 0 on a sliding-window layer that dropped old keys).
+    const out = attention(q.sliceRows(start, start + length), kv.keys, kv.values, pos0 - kv.base, pos0 + length - kv.base, c.kvHeads, c.attn);
     a.data.set(out.data, start * c.heads * c.headDim);
   }
   return matmul(a, w.o, w.oBias);                                  // [T, d]
