@@ -1,6 +1,7 @@
 // Attention of T query rows over a KV cache (inference), as a flash-decoding pass: the visible
-// keys of each row are cut into chunks of ATT_CHUNK positions (fixed by key index, never by the
-// thread count); each chunk gives a partial softmax (its max, its exp-sum, its weighted sum of
+// keys of each row are cut into chunks of ATT_CHUNK positions counted from the row's first
+// visible key (never by the thread count; and the same chunks wherever the cache's rows start,
+// so a sliding-window layer that dropped old rows gives the bits of a full cache); each chunk gives a partial softmax (its max, its exp-sum, its weighted sum of
 // values), and a row's chunks are merged in ascending order. Prompts run one (row, KV head) per
 // pool chunk and merge as they go; a few rows over a long cache (decode) run one
 // (row, KV head, chunk) per pool chunk, so that even 3 KV heads keep every thread busy, and
@@ -60,7 +61,9 @@ void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, i
                  int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out) {
   att_t a = { q, k, v, type, (int64_t)kv_row_bytes(type, nKV * headDim), (int64_t)kv_row_bytes(type, headDim),
               T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, causal, out, 0, NULL };
-  const int64_t nChunks = (nKeys + ATT_CHUNK - 1) / ATT_CHUNK;
+  // The most chunks any row has: rows see at most nKeys keys (or window keys).
+  const int64_t span = window > 0 && window < nKeys ? window : nKeys;
+  const int64_t nChunks = (span + ATT_CHUNK - 1) / ATT_CHUNK;
   if (T <= SPLIT_ROWS && nChunks > 1) {
     static float *parts = NULL; // kernels run one at a time (the addon's lock)
     static size_t partsCap = 0;

@@ -119,8 +119,8 @@ static void NAME(att_rows)(void *p, int64_t item, int ith) {
   for (int64_t h = 0; h < g; h++) run[h * stride + 1] = 0.0f;
   int64_t first, last;
   att_range(a, t, &first, &last);
-  for (int64_t c = first / ATT_CHUNK; first <= last && c <= last / ATT_CHUNK; c++) {
-    const int64_t j0 = c * ATT_CHUNK > first ? c * ATT_CHUNK : first, j1 = (c + 1) * ATT_CHUNK <= last + 1 ? (c + 1) * ATT_CHUNK : last + 1;
+  for (int64_t j0 = first; j0 <= last; j0 += ATT_CHUNK) {
+    const int64_t j1 = j0 + ATT_CHUNK <= last + 1 ? j0 + ATT_CHUNK : last + 1;
     NAME(att_partial)(a, t, kh, j0, j1, part, scratch);
     for (int64_t h = 0; h < g; h++) NAME(att_merge)(run + h * stride, part + h * stride, hd);
   }
@@ -135,7 +135,7 @@ static void NAME(att_chunks)(void *p, int64_t item, int ith) {
   float *part = a->parts + item * g * (hd + 2);
   int64_t first, last;
   att_range(a, t, &first, &last);
-  const int64_t j0 = c * ATT_CHUNK > first ? c * ATT_CHUNK : first, j1 = (c + 1) * ATT_CHUNK <= last + 1 ? (c + 1) * ATT_CHUNK : last + 1;
+  const int64_t j0 = first + c * ATT_CHUNK, j1 = j0 + ATT_CHUNK <= last + 1 ? j0 + ATT_CHUNK : last + 1;
   if (j1 <= j0) { for (int64_t h = 0; h < g; h++) part[h * (hd + 2) + 1] = 0.0f; return; }
   float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd) * sizeof(float));
   NAME(att_partial)(a, t, kh, j0, j1, part, scratch);
