@@ -54,6 +54,8 @@ size_t kv_row_bytes(int type, int64_t n) {
   }
 }
 
+void k_kv_store(const float *x, int64_t n, int type, uint8_t *dst) { PICK(kv_store)(x, n, type, dst); }
+
 // Rows at most this many take the split-over-positions path.
 #define SPLIT_ROWS 16
 

@@ -140,3 +140,28 @@ static void NAME(att_chunks)(void *p, int64_t item, int ith) {
   float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd) * sizeof(float));
   NAME(att_partial)(a, t, kh, j0, j1, part, scratch);
 }
+
+// n floats (whole rows) as `type`, the encoders of ggml: F16 rounds to nearest even (as F16C);
+// Q8_0 per block of 32: d = amax / 127, q = round(x · (1/d)) half away from zero, d stored as F16.
+static void NAME(kv_store)(const float *x, int64_t n, int type, uint8_t *dst) {
+  if (type == T_F32) { memcpy(dst, x, (size_t)n * sizeof(float)); return; }
+  int64_t i = 0;
+  if (type == T_F16) {
+    uint16_t *h = (uint16_t *)dst;
+#if IMPL_AVX2
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+    for (; i < n; i++) h[i] = f32_to_f16(x[i]);
+    return;
+  }
+  for (int64_t b = 0; b < n / 32; b++) {
+    const float *v = x + b * 32;
+    uint8_t *blk = dst + b * 34;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) { const float a = fabsf(v[j]); if (a > amax) amax = a; }
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t dh = f32_to_f16(d);
+    memcpy(blk, &dh, 2);
+    for (int j = 0; j < 32; j++) blk[2 + j] = (uint8_t)(int8_t)roundf(v[j] * id);
+  }
+}

@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { configOf, loadModelFromFile } from "../src/archs/index.js";
 import type { LanguageModel } from "../src/archs/model.js";
-import { cpuBackend } from "../src/backends/index.js";
+import { cpuBackend, kernelsFor } from "../src/backends/index.js";
+import { tsKernels } from "../src/backends/ts/index.js";
 import type { Device } from "../src/backends/kernels.js";
 import { KVCache } from "../src/blocks/kvCache.js";
 import type { KVType } from "../src/blocks/kvCacheTypes.js";
@@ -90,6 +91,21 @@ test("cache types: bytes per position, and a clear error for q8_0 with a head si
   const file = parseGGUF(tinyLlamaBytes(), "tiny.gguf"); // head size 8
   assert.throws(() => loadModelFromFile(file, "ts", undefined, { cacheType: "q8_0" }), /q8_0 needs a head size that is a multiple of 32; this model's is 8/);
   assert.throws(() => loadModelFromFile(file, "ts", undefined, { cacheType: "q4" as KVType }), /unknown KV cache type "q4"/);
+});
+
+test("the cpu backend writes F16 and Q8_0 cache rows byte for byte as the ts reference does", { skip: cpuSkip }, () => {
+  const n = 64 * 96, x = new Float32Array(n);
+  let s = 7;
+  for (let i = 0; i < n; i++) { s = (s * 1103515245 + 12345) >>> 0; x[i] = ((s / 2 ** 32) - 0.5) * 10 ** ((i % 7) - 3); }
+  x.fill(0, 64, 96); // an all-zero block
+  for (let i = 128; i < 160; i++) x[i] = (i - 144) * 0.5; // halfway cases of q = round(x / d)
+  for (const type of ["f32", "f16", "q8_0"] as const) {
+    const bytes = type === "f32" ? 4 * n : type === "f16" ? 2 * n : (n / 32) * 34;
+    const a = new Uint8Array(bytes + 8), b = new Uint8Array(bytes + 8);
+    kernelsFor("cpu").storeKV(x, type, a, 8);
+    tsKernels.storeKV(x, type, b, 8);
+    assert.deepEqual(a, b, type);
+  }
 });
 
 // Both backends read the same stored F16 / Q8_0 values (the cache is written by the same code),

@@ -60,6 +60,10 @@ export interface Kernels {
    */
   attention(q: Float32Array, k: KVRows, v: KVRows, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number, opts: AttentionOptions, out: Float32Array): void;
 
+  /** Write x (whole rows of cached keys or values) as `type` into dst from byte `byteOffset`
+   *  (ggml's encoders: F16 rounds to nearest even; Q8_0 d = amax/127, q = round(x / d)). */
+  storeKV(x: Float32Array, type: KVType, dst: Uint8Array, byteOffset: number): void;
+
   /** out = silu(gate) ⊙ up  (SwiGLU's combination). */
   swiglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
 

@@ -12,7 +12,8 @@
 import type { KVRows } from "../backends/kernels.js";
 import { ToyError } from "../errors.js";
 import type { Tensor } from "../tensor/tensor.js";
-import { DEFAULT_KV_TYPE, kvRowBytes, storeRows, type KVType } from "./kvCacheTypes.js";
+import { storeKV } from "../primitives/index.js";
+import { DEFAULT_KV_TYPE, kvRowBytes, type KVType } from "./kvCacheTypes.js";
 
 /** Rows a windowed layer keeps beyond what a forward needs, so that it moves its rows only once every SLACK steps. */
 const SLACK = 64;
@@ -56,8 +57,8 @@ export class LayerCache {
     if (pos0 + T - this.base > this.rows) this.makeRoom(pos0, T);
     else if (this.window > 0 && this.rows > this.window - 1 + T + 2 * SLACK) this.makeRoom(pos0, T); // shrink after a long prompt
     const at = (pos0 - this.base) * this.rowBytes;
-    storeRows(this.type, k.data, 0, T, this.width, this.keys.bytes, at);
-    storeRows(this.type, v.data, 0, T, this.width, this.values.bytes, at);
+    storeKV(k, this.type, this.keys.bytes, at);
+    storeKV(v, this.type, this.values.bytes, at);
   }
 
   /** Keep only positions [pos0 − window + 1, pos0) at the front, in rows enough for T more. */

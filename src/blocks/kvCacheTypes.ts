@@ -1,10 +1,8 @@
-// The storage types of a KV cache (llama.cpp's --cache-type-k/v): how many bytes a cached row
-// takes, and how float32 keys and values are written into one.
+// The storage types of a KV cache (llama.cpp's --cache-type-k/v): their names, defaults, and how
+// many bytes a cached row takes.
 
 import type { KVType } from "../backends/kernels.js";
 import { ToyError, EXIT } from "../errors.js";
-import { GGMLType } from "../io/gguf/types.js";
-import { quantizeRow } from "../quant/index.js";
 
 export type { KVType } from "../backends/kernels.js";
 
@@ -17,8 +15,6 @@ export const KV_TYPES: readonly KVType[] = ["f32", "f16", "q8_0"];
  */
 export const DEFAULT_KV_TYPE: KVType = "f32";
 export const CLI_DEFAULT_KV_TYPE: KVType = "f16";
-
-const GGML: Record<KVType, GGMLType> = { f32: GGMLType.F32, f16: GGMLType.F16, q8_0: GGMLType.Q8_0 };
 
 /** Bytes of one cached row of `width` values. */
 export function kvRowBytes(type: KVType, width: number): number {
@@ -34,13 +30,4 @@ export function checkKVType(type: string, headDim: number): KVType {
     throw new ToyError(`KV cache type q8_0 needs a head size that is a multiple of 32; this model's is ${headDim} (use f16 or f32)`, EXIT.usage);
   }
   return type as KVType;
-}
-
-/** Write `rows` rows of float32 values (src, from srcOffset) as `type` into dst from byte dstOffset. */
-export function storeRows(type: KVType, src: Float32Array, srcOffset: number, rows: number, width: number, dst: Uint8Array, dstOffset: number): void {
-  if (type === "f32") {
-    new Float32Array(dst.buffer, dst.byteOffset + dstOffset, rows * width).set(src.subarray(srcOffset, srcOffset + rows * width));
-  } else {
-    quantizeRow(GGML[type], src, srcOffset, rows * width, dst, dstOffset);
-  }
 }

@@ -9,6 +9,8 @@ export interface NativeAddon {
   /** kvType: ggml's id of the cache's type (0 f32, 1 f16, 8 q8_0). */
   attention(q: Float32Array, k: Uint8Array, v: Uint8Array, kvType: number, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number,
     scale: number, softcap: number, window: number, causal: number, out: Float32Array): void;
+  /** x as KV-cache rows of type kvType (0 f32, 1 f16, 8 q8_0), written into dst from byte dstOffset. */
+  storeKV(x: Float32Array, kvType: number, dst: Uint8Array, dstOffset: number): void;
   swiglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
   geglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
   gelu(x: Float32Array, out: Float32Array): void;
