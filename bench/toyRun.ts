@@ -10,7 +10,7 @@ import { argmax } from "../src/engines/sampling.js";
 const [path, threadsArg, ppArg, tgArg, backendArg] = process.argv.slice(2);
 const threads = Number(threadsArg), pp = Number(ppArg), tg = Number(tgArg);
 const device = selectBackend(backendArg ?? "cpu", { threads });
-const model = loadModel(path, device);
+const model = loadModel(path, device, { cacheType: "f16" }); // llama-bench's default KV cache type
 const prompt = Int32Array.from({ length: pp }, (_, i) => 300 + ((i * 7919) % 20000));
 
 // Warm-up: touch every weight page once (llama-bench also runs a warm-up).

@@ -56,8 +56,22 @@ size_t kv_row_bytes(int type, int64_t n) {
 
 void k_kv_store(const float *x, int64_t n, int type, uint8_t *dst) { PICK(kv_store)(x, n, type, dst); }
 
-// Rows at most this many take the split-over-positions path.
+// Rows at most this many take the split-over-positions path, while their partial results fit in
+// SPLIT_MAX_BYTES (either path gives the same bits; this only bounds the memory).
 #define SPLIT_ROWS 16
+#define SPLIT_MAX_BYTES ((size_t)32 << 20)
+
+// The split path's partial results, kept between calls (kernels run one at a time: the addon's lock).
+static float *split_parts(size_t need) {
+  static float *parts = NULL;
+  static size_t cap = 0;
+  if (need > cap) {
+    free(parts);
+    parts = malloc(need);
+    cap = parts ? need : 0;
+  }
+  return parts; // NULL: the whole-row path runs instead (same bits)
+}
 
 void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, int64_t T, int64_t pos0, int64_t nKeys, int64_t nHeads,
                  int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out) {
@@ -66,17 +80,10 @@ void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, i
   // The most chunks any row has: rows see at most nKeys keys (or window keys).
   const int64_t span = window > 0 && window < nKeys ? window : nKeys;
   const int64_t nChunks = (span + ATT_CHUNK - 1) / ATT_CHUNK;
-  if (T <= SPLIT_ROWS && nChunks > 1) {
-    static float *parts = NULL; // kernels run one at a time (the addon's lock)
-    static size_t partsCap = 0;
-    const int64_t g = nHeads / nKV, stride = headDim + 2;
-    const size_t need = (size_t)(T * nKV * nChunks * g * stride) * sizeof(float);
-    if (need > partsCap) {
-      free(parts);
-      parts = malloc(need);
-      partsCap = parts ? need : 0;
-      if (!parts) return;
-    }
+  const int64_t g = nHeads / nKV, stride = headDim + 2;
+  const size_t need = (size_t)(T * nKV * nChunks * g * stride) * sizeof(float);
+  float *parts = T <= SPLIT_ROWS && nChunks > 1 && need <= SPLIT_MAX_BYTES ? split_parts(need) : NULL;
+  if (parts) {
     a.nChunks = nChunks; a.parts = parts;
     pool_for(PICK(att_chunks), &a, T * nKV * nChunks);
     // Merge each row's chunks in ascending order, as the whole-row path does.
