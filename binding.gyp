@@ -8,6 +8,7 @@
         "native/quants.c",
         "native/matmul.c",
         "native/ops.c",
+        "native/attention.c",
         "native/bandwidth.c",
         "native/gemm.c",
         "native/attention_train.c",

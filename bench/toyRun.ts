@@ -10,18 +10,16 @@
 import { loadModel } from "../src/archs/index.js";
 import { selectBackend } from "../src/backends/index.js";
 import { argmax } from "../src/engines/sampling.js";
+import type { KVType } from "../src/blocks/kvCacheTypes.js";
 import { benchTokens, parseTest } from "./tests.js";
 
 const [path, threadsArg, testArg, cacheTypeArg] = process.argv.slice(2);
 const test = parseTest(testArg);
 const device = selectBackend("cpu", { threads: Number(threadsArg) });
-const model = loadModel(path, device);
-
-// KV-cache types, where this build of toy has them (a model then reports its `cacheType`).
-type CacheMaker = (capacity: number, opts?: { type?: string }) => ReturnType<typeof model.newCache>;
-const typed = "cacheType" in model;
-const cacheType = typed ? (cacheTypeArg ?? "f16") : "f32";
-const newCache = (capacity: number) => (typed ? (model.newCache as CacheMaker)(capacity, { type: cacheType }) : model.newCache(capacity));
+// The KV cache in llama-bench's default type (F16) unless the bench asks for another.
+const cacheType = (cacheTypeArg ?? "f16") as KVType; // loadModel checks it
+const model = loadModel(path, device, { cacheType });
+const newCache = (capacity: number) => model.newCache(capacity);
 
 // Warm-up: touch every weight page once (llama-bench also runs a warm-up).
 model.forward(benchTokens(8, model.nVocab), newCache(16), "last");

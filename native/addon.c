@@ -121,15 +121,28 @@ static napi_value js_rope(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-// attention(q, k, v, T, pos0, nKeys, nHeads, nKVHeads, headDim, scale, softcap, window, causal, out)
+// attention(q, kBytes, vBytes, kvType, T, pos0, nKeys, nHeads, nKVHeads, headDim, scale, softcap, window, causal, out)
+// storeKV(x, kvType, dst, dstOffset)
+static napi_value js_kv_store(napi_env env, napi_callback_info info) {
+  ARGS(4);
+  F32A(0, x); INT(1, type); BYTES(2, dst); INT(3, off);
+  const size_t rb = kv_row_bytes((int)type, (int64_t)x.len);
+  NEED(rb, "storeKV: type %lld cannot store %zu values", (long long)type, x.len);
+  NEED(off >= 0 && (size_t)off + rb <= dst.len, "storeKV: %zu bytes do not fit at %lld in %zu", rb, (long long)off, dst.len);
+  LOCKED(k_kv_store(x.data, (int64_t)x.len, (int)type, (uint8_t *)dst.data + off));
+  return NULL;
+}
+
 static napi_value js_attention(napi_env env, napi_callback_info info) {
-  ARGS(14);
-  F32A(0, q); F32A(1, k); F32A(2, v); INT(3, T); INT(4, pos0); INT(5, nKeys); INT(6, nHeads); INT(7, nKV); INT(8, headDim);
-  FLT(9, scale); FLT(10, softcap); INT(11, window); INT(12, causal); F32A(13, out);
+  ARGS(15);
+  F32A(0, q); BYTES(1, k); BYTES(2, v); INT(3, type); INT(4, T); INT(5, pos0); INT(6, nKeys); INT(7, nHeads); INT(8, nKV); INT(9, headDim);
+  FLT(10, scale); FLT(11, softcap); INT(12, window); INT(13, causal); F32A(14, out);
   NEED(T >= 0 && nKeys >= 0 && nHeads > 0 && nKV > 0 && nHeads % nKV == 0 && headDim > 0 && pos0 >= 0, "attention: bad shape");
+  const size_t rb = kv_row_bytes((int)type, nKV * headDim);
+  NEED(rb && kv_row_bytes((int)type, headDim), "attention: KV type %lld with head size %lld is not a KV-cache type (f32, f16, q8_0 with head size a multiple of 32)", (long long)type, (long long)headDim);
   NEED(q.len >= (size_t)(T * nHeads * headDim) && out.len >= (size_t)(T * nHeads * headDim), "attention: q/out too small");
-  NEED(k.len >= (size_t)(nKeys * nKV * headDim) && v.len >= (size_t)(nKeys * nKV * headDim), "attention: k/v too small");
-  LOCKED(k_attention(q.data, k.data, v.data, T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, (int)causal, out.data));
+  NEED(k.len >= (size_t)nKeys * rb && v.len >= (size_t)nKeys * rb, "attention: k/v too small");
+  LOCKED(k_attention(q.data, k.data, v.data, (int)type, T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, (int)causal, out.data));
   return NULL;
 }
 
@@ -449,7 +462,7 @@ NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
 #define FN(name, f) { name, NULL, f, NULL, NULL, NULL, napi_default, NULL }
     FN("matmul", js_matmul), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("layerNorm", js_layer_norm),
-    FN("rope", js_rope), FN("attention", js_attention), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
+    FN("rope", js_rope), FN("attention", js_attention), FN("storeKV", js_kv_store), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
     FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("dequantize", js_dequantize),
     FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),
     FN("readBandwidth", js_read_bandwidth), FN("gemm", js_gemm), FN("attentionTrain", js_attention_train),

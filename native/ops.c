@@ -1,4 +1,4 @@
-// Norms, RoPE, attention and elementwise kernels (bodies in ops_impl.h).
+// Norms, RoPE and elementwise kernels (bodies in ops_impl.h).
 #include <math.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -8,11 +8,6 @@
 #define HAVE_X86 0
 #endif
 #include "toy.h"
-
-typedef struct {
-  const float *q, *k, *v; int64_t T, pos0, nKeys, nHeads, nKV, headDim; float scale, softcap; int64_t window; int causal;
-  float *out;
-} att_t;
 
 #define IMPL_HEADER "ops_impl.h"
 #include "isa_variants.h"
@@ -119,12 +114,3 @@ void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDi
   }
 }
 
-void k_attention(const float *q, const float *k, const float *v, int64_t T, int64_t pos0, int64_t nKeys, int64_t nHeads,
-                 int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out) {
-  att_t a = { q, k, v, T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, causal, out };
-  const int64_t items = T * nHeads;
-  const int64_t work = items * nKeys * headDim;
-  const toy_chunk_fn fn = PICK(attention_chunk);
-  if (work < 32768) for (int64_t i = 0; i < items; i++) fn(&a, i, 0);
-  else pool_for(fn, &a, items);
-}

@@ -1,4 +1,4 @@
-// Norms, RoPE, attention and elementwise kernels, compiled twice by ops.c (portable / AVX2).
+// Norms, RoPE and elementwise kernels, compiled twice by ops.c (portable / AVX2).
 
 #if IMPL_AVX2
 #include "vmath_avx2.h"
@@ -101,53 +101,3 @@ static void NAME(layer_norm_row)(const float *x, const float *w, const float *b,
   for (i = 0; i < n; i++) o[i] = (x[i] - mean) * scale * w[i] + (b ? b[i] : 0.0f);
 }
 
-// One (query, head) of attention: scores over the visible keys, softmax, weighted sum of values.
-static void NAME(attend)(const att_t *a, int64_t item, float *scores) {
-  const int64_t t = item / a->nHeads, h = item % a->nHeads, hd = a->headDim;
-  const int64_t p = a->pos0 + t;
-  const int64_t last = a->causal ? (p < a->nKeys - 1 ? p : a->nKeys - 1) : a->nKeys - 1;
-  const int64_t first = a->window > 0 ? (p - a->window + 1 > 0 ? p - a->window + 1 : 0) : 0;
-  const int64_t kvStride = a->nKV * hd, kvo = (h / (a->nHeads / a->nKV)) * hd;
-  const float *q = a->q + (t * a->nHeads + h) * hd;
-  float *o = a->out + (t * a->nHeads + h) * hd;
-  for (int64_t i = 0; i < hd; i++) o[i] = 0.0f;
-  if (last < first) return;
-  const int64_t n = last - first + 1;
-  float max = -INFINITY;
-  for (int64_t j = 0; j < n; j++) {
-    float s = NAME(dot)(q, a->k + (first + j) * kvStride + kvo, hd) * a->scale;
-    if (a->softcap > 0) s = a->softcap * tanhf(s / a->softcap);
-    scores[j] = s;
-    if (s > max) max = s;
-  }
-  float sum = 0.0f;
-  int64_t j = 0;
-#if IMPL_AVX2
-  __m256 acc = _mm256_setzero_ps();
-  const __m256 mv = _mm256_set1_ps(max);
-  for (; j + 8 <= n; j += 8) {
-    const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), mv));
-    _mm256_storeu_ps(scores + j, e);
-    acc = _mm256_add_ps(acc, e);
-  }
-  sum = hsum_f32_avx2(acc);
-#endif
-  for (; j < n; j++) { scores[j] = expf(scores[j] - max); sum += scores[j]; }
-  for (j = 0; j < n; j++) {
-    const float *v = a->v + (first + j) * kvStride + kvo;
-    const float e = scores[j];
-    int64_t i = 0;
-#if IMPL_AVX2
-    const __m256 ev = _mm256_set1_ps(e);
-    for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(o + i, _mm256_fmadd_ps(ev, _mm256_loadu_ps(v + i), _mm256_loadu_ps(o + i)));
-#endif
-    for (; i < hd; i++) o[i] += e * v[i];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < hd; i++) o[i] *= inv;
-}
-
-static void NAME(attention_chunk)(void *p, int64_t item, int ith) {
-  const att_t *a = p;
-  NAME(attend)(a, item, pool_scratch(ith, 1, (a->nKeys + 8) * sizeof(float)));
-}

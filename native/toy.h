@@ -44,8 +44,14 @@ void k_get_rows(const uint8_t *w, int type, int64_t rows, int64_t cols, const in
 void k_rms_norm(const float *x, const float *w, int64_t rows, int64_t n, float eps, float *out);
 void k_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps, float *out);
 void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDims, const int32_t *pos, const float *invFreq, int neox);
-void k_attention(const float *q, const float *k, const float *v, int64_t T, int64_t pos0, int64_t nKeys, int64_t nHeads,
+/** Attention of T queries over a KV cache whose K and V rows (nKV · headDim values) are stored as
+ *  `type` (T_F32, T_F16 or T_Q8_0); attention.c. */
+void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, int64_t T, int64_t pos0, int64_t nKeys, int64_t nHeads,
                  int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out);
+/** n floats (whole rows) written as KV-cache type `type` into dst (ggml's F16 / Q8_0 encoders). */
+void k_kv_store(const float *x, int64_t n, int type, uint8_t *dst);
+/** Bytes of one KV-cache row of n values of `type` (0: not a KV-cache type, or n not a whole number of blocks). */
+size_t kv_row_bytes(int type, int64_t n);
 void k_swiglu(const float *g, const float *u, float *out, int64_t n);
 void k_geglu(const float *g, const float *u, float *out, int64_t n);
 void k_gelu(const float *x, float *out, int64_t n);

@@ -22,14 +22,15 @@ export { selfAttention, attendThroughCache, type AttentionConfig } from "./block
 export { feedForward, type FeedForwardKind, type FeedForwardNames, type FeedForwardRows } from "./blocks/feedForward.js";
 export { mixtureOfExperts, route } from "./blocks/mixtureOfExperts.js";
 export { transformerBlock, type BlockConfig } from "./blocks/transformerBlock.js";
-export { KVCache, LayerCache, type Segment } from "./blocks/kvCache.js";
+export { KVCache, LayerCache, type KVCacheOptions, type Segment } from "./blocks/kvCache.js";
+export { KV_TYPES, type KVType } from "./blocks/kvCacheTypes.js";
 
 // Architectures: a config read from GGUF metadata and a one-screen forward.
 export {
   ARCHITECTURES, registerArchitecture, supportedArchitectures, architectureOf,
   configOf, loadModel, loadModelFromFile, architectureFor, forwardFor, tensorsFor,
 } from "./archs/index.js";
-export { buildModel, forwardOf, type Architecture, type Forward, type LanguageModel } from "./archs/model.js";
+export { buildModel, forwardOf, type Architecture, type Forward, type LanguageModel, type ModelOptions } from "./archs/model.js";
 export { baseConfig, ropeConfig, type ModelConfig } from "./archs/config.js";
 export { attentionConfig, blockConfig, blockConfigs, decoderTensors, isWindowedLayer, type TensorSpec } from "./archs/layers.js";
 export { ModelWeights, toFloat32 } from "./archs/weights.js";

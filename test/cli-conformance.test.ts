@@ -1,5 +1,6 @@
 // `toy eval --json` and greedy `toy infer --json` on every Llama-family fixture agree with the
-// references, for --ids and --prompt input, on every available backend.
+// references, for --ids and --prompt input, on every available backend, with the F32 KV cache the
+// references were made with (the command line defaults to F16).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -34,7 +35,7 @@ for (const device of devices) {
       const tol = tolerance(name, device);
       const ref = loadRef(fx.dir, tol.engine, name)!;
       const model = join(fx.dir, "models", `${name}.gguf`);
-      const ev = toyJson<EvalJson>(["eval", model, "--ids", ref.prompt.join(","), "--top-k", "16", "--json", "--backend", device]);
+      const ev = toyJson<EvalJson>(["eval", model, "--ids", ref.prompt.join(","), "--top-k", "16", "--json", "--cache-type", "f32", "--backend", device]);
       assert.deepEqual(ev.tokens, ref.prompt);
       ev.positions.forEach((p, i) => {
         const r = ref.positions[i];
@@ -48,7 +49,7 @@ for (const device of devices) {
         }
         assert.ok(ours.has(r.top[0][0]) || r.top[0][1] - r.top[1][1] < tol.margin, `${name} position ${i}: reference top-1 missing`);
       });
-      const inf = toyJson<{ prompt_tokens: number[]; tokens: number[] }>(["infer", model, "--ids", ref.prompt.join(","), "--temperature", "0", "--max-tokens", String(ref.greedy.length), "--json", "--backend", device, "--ignore-eos"]);
+      const inf = toyJson<{ prompt_tokens: number[]; tokens: number[] }>(["infer", model, "--ids", ref.prompt.join(","), "--temperature", "0", "--max-tokens", String(ref.greedy.length), "--json", "--cache-type", "f32", "--backend", device, "--ignore-eos"]);
       assert.deepEqual(inf.prompt_tokens, ref.prompt);
       assertGreedy(ref, inf.tokens, tol.margin, `${name} ${device} infer`);
     });
@@ -58,10 +59,10 @@ for (const device of devices) {
     test(`--prompt gives the reference prompt tokens and continuation: ${name} (${device})`, { skip: fx.skip }, () => {
       const ref = loadRef(fx.dir, tolerance(name, device).engine, name)!;
       const model = join(fx.dir, "models", `${name}.gguf`);
-      const inf = toyJson<{ prompt_tokens: number[]; tokens: number[] }>(["infer", model, "--prompt", PROMPT, "--temperature", "0", "--max-tokens", "32", "--json", "--backend", device, "--ignore-eos"]);
+      const inf = toyJson<{ prompt_tokens: number[]; tokens: number[] }>(["infer", model, "--prompt", PROMPT, "--temperature", "0", "--max-tokens", "32", "--json", "--cache-type", "f32", "--backend", device, "--ignore-eos"]);
       assert.deepEqual(inf.prompt_tokens, ref.prompt);
       assertGreedy(ref, inf.tokens, tolerance(name, device).margin, `${name} --prompt`);
-      const ev = toyJson<EvalJson>(["eval", model, "--prompt", PROMPT, "--json", "--backend", device]);
+      const ev = toyJson<EvalJson>(["eval", model, "--prompt", PROMPT, "--json", "--cache-type", "f32", "--backend", device]);
       assert.deepEqual(ev.tokens, ref.prompt);
     });
   }

@@ -33,6 +33,8 @@ test("usage errors exit 2", () => {
   expectError(["eval", model, "--ids", "1,2", "--window", "64"], 2, /--window 64 is larger than the model's context \(16 tokens\)/);
   expectError(["infer", model, "--ids", Array.from({ length: 20 }, () => "5").join(","), "--backend", "ts"], 2, /prompt \(20 tokens\) is longer than the context \(16 tokens\)/);
   expectError(["eval", model, "--ids", Array.from({ length: 20 }, () => "5").join(","), "--backend", "ts"], 2, /longer than the context \(16 tokens\); use --window/);
+  expectError(["infer", model, "--ids", "1", "--cache-type", "q4"], 2, /argument 'q4' is invalid. Allowed choices are f32, f16, q8_0/);
+  expectError(["infer", model, "--ids", "1", "--cache-type", "q8_0", "--backend", "ts"], 2, /q8_0 needs a head size that is a multiple of 32; this model's is 8/);
   expectError(["nonsense"], 2, /unknown command 'nonsense'/);
 });
 

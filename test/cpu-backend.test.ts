@@ -17,7 +17,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadCpuBackend, selfTest, type CpuBackend } from "../src/backends/cpu/index.js";
-import { MATMUL_TYPES, isFloatType, makeWeight, randn, relError } from "../src/backends/cpu/selftest.js";
+import { MATMUL_TYPES, f32Rows, isFloatType, makeWeight, randn, relError } from "../src/backends/cpu/selftest.js";
+import type { KVRows, KVType } from "../src/backends/kernels.js";
+import { quantize } from "../src/quant/index.js";
 import { tsKernels } from "../src/backends/ts/index.js";
 import { GGMLType, typeName } from "../src/io/gguf/types.js";
 import { dequantize, f16ToF32, f32ToF16 } from "../src/quant/index.js";
@@ -172,7 +174,7 @@ test("kernels on larger shapes (multi-threaded paths) agree with the ts backend"
   assert.ok(both(rows * n, (k, o) => k.rmsNorm(a, g, rows, n, 1e-6, o)) < 1e-5);
   assert.ok(both(rows * n, (k, o) => { o.set(a); k.softmax(o, rows, n); }) < 1e-5);
   const T = 24, nH = 6, nKV = 2, hd = 64, nKeys = 40, pos0 = 16;
-  const q = randn(T * nH * hd, 4), kc = randn(nKeys * nKV * hd, 5), vc = randn(nKeys * nKV * hd, 6);
+  const q = randn(T * nH * hd, 4), kc = f32Rows(randn(nKeys * nKV * hd, 5)), vc = f32Rows(randn(nKeys * nKV * hd, 6));
   const opts = { scale: 1 / 8, softcap: 0, window: 0, causal: true };
   assert.ok(both(T * nH * hd, (k, o) => k.attention(q, kc, vc, T, pos0, nKeys, nH, nKV, hd, opts, o)) < 1e-5);
 });
@@ -186,7 +188,7 @@ test("results are bit-identical for 1 and 2 threads", { skip }, () => {
     assert.deepEqual(run(1), run(2), `matmul ${typeName(type)}`);
   }
   const nT = 16, nH = 8, nKV = 4, hd = 64, nKeys = 64;
-  const q = randn(nT * nH * hd, 1), kc = randn(nKeys * nKV * hd, 2), vc = randn(nKeys * nKV * hd, 3);
+  const q = randn(nT * nH * hd, 1), kc = f32Rows(randn(nKeys * nKV * hd, 2)), vc = f32Rows(randn(nKeys * nKV * hd, 3));
   const att = (n: number) => withThreads(n, () => {
     const o = new Float32Array(nT * nH * hd);
     cpu.kernels.attention(q, kc, vc, nT, 48, nKeys, nH, nKV, hd, { scale: 0.125, softcap: 0, window: 0, causal: true }, o);
@@ -198,6 +200,38 @@ test("results are bit-identical for 1 and 2 threads", { skip }, () => {
   assert.deepEqual(sm(1), sm(2), "softmax");
   const sw = (n: number) => withThreads(n, () => { const o = new Float32Array(big.length); cpu.kernels.swiglu(big, big, o); return o; });
   assert.deepEqual(sw(1), sw(2), "swiglu");
+});
+
+// Attention over a long cache is split over chunks of cached positions (flash decoding) for a few
+// rows, and runs whole rows for a prompt; both merge a row's chunks in the same fixed order.
+test("attention over a long cache: same bits for 1 and 2 threads, for a decode row and inside a prompt, every cache type", { skip }, () => {
+  const nH = 9, nKV = 3, hd = 64, nKeys = 1000, T = 20;
+  const q = randn(T * nH * hd, 41), kf = randn(nKeys * nKV * hd, 42), vf = randn(nKeys * nKV * hd, 43);
+  const ggml: Record<KVType, number> = { f32: GGMLType.F32, f16: GGMLType.F16, q8_0: GGMLType.Q8_0 };
+  for (const type of ["f32", "f16", "q8_0"] as const) {
+    const rows = (x: Float32Array): KVRows => type === "f32" ? f32Rows(x) : { type, bytes: quantize(ggml[type], x, nKeys, nKV * hd) };
+    const kc = rows(kf), vc = rows(vf);
+    for (const opts of [{ scale: 0.125, softcap: 0, window: 0, causal: true }, { scale: 0.125, softcap: 30, window: 300, causal: true }]) {
+      const att = (n: number, rowsT: number, pos0: number, qRows: Float32Array) => withThreads(n, () => {
+        const o = new Float32Array(rowsT * nH * hd);
+        cpu.kernels.attention(qRows, kc, vc, rowsT, pos0, pos0 + rowsT, nH, nKV, hd, opts, o);
+        return o;
+      });
+      const prompt = att(1, T, nKeys - T, q);
+      assert.deepEqual(att(2, T, nKeys - T, q), prompt, `${type} prompt rows, window ${opts.window}`);
+      for (const t of [0, T - 1]) {
+        const row = q.slice(t * nH * hd, (t + 1) * nH * hd);
+        const one = att(1, 1, nKeys - T + t, row);
+        assert.deepEqual(att(2, 1, nKeys - T + t, row), one, `${type} decode row, window ${opts.window}`);
+        assert.deepEqual(one, prompt.slice(t * nH * hd, (t + 1) * nH * hd), `${type}: a decode row gives the bits of the same row in a prompt`);
+      }
+      const four = att(1, 4, nKeys - 4, q.slice(0, 4 * nH * hd));
+      assert.deepEqual(att(2, 4, nKeys - 4, q.slice(0, 4 * nH * hd)), four, `${type} 4 rows`);
+      const ref = new Float32Array(4 * nH * hd);
+      tsKernels.attention(q.slice(0, 4 * nH * hd), kc, vc, 4, nKeys - 4, nKeys, nH, nKV, hd, opts, ref);
+      assert.ok(relError(four, ref) < 1e-5, `${type}: agrees with the ts backend (${relError(four, ref)})`);
+    }
+  }
 });
 
 // The AVX-512 VNNI kernels (fused decode Q4_1/Q8_0, prompt path) promise the AVX2 kernels' bits:

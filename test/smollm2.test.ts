@@ -102,7 +102,7 @@ test("SmolLM2: toy infer --chat --json prints the rendered prompt ids and the ex
   const chats = JSON.parse(readFileSync(join(fx.dir, "refs", "chat", `${NAME}.json`), "utf8")) as ChatRef[];
   const c = chats[0];
   const out = toyJson<{ prompt_tokens: number[]; tokens: number[]; text: string }>(
-    ["infer", modelPath(), "--chat", c.messages[0].content, "--temperature", "0", "--max-tokens", "3", "--json", "--backend", "ts"]);
+    ["infer", modelPath(), "--chat", c.messages[0].content, "--temperature", "0", "--max-tokens", "3", "--json", "--cache-type", "f32", "--backend", "ts"]);
   assert.deepEqual(out.prompt_tokens, c.prompt_ids);
   assert.deepEqual(out.tokens, c.exact_greedy.slice(0, 3));
 });
@@ -111,7 +111,7 @@ const cpuSkip = fx.skip || ("error" in cpuBackend() ? "SKIPPED: needs the native
 test("SmolLM2: perplexity of tinyshakespeare (4096 tokens, windows of 512) is within 0.2% of 46.583", { skip: cpuSkip }, () => {
   const data = sharedDataDir()!;
   const out = toyJson<{ perplexity: number; tokens_scored: number }>(
-    ["eval", modelPath(), "--file", join(data, "tinyshakespeare.txt"), "--max-tokens", "4096", "--window", "512", "--top-k", "0", "--json", "--backend", "cpu"],
+    ["eval", modelPath(), "--file", join(data, "tinyshakespeare.txt"), "--max-tokens", "4096", "--window", "512", "--top-k", "0", "--json", "--cache-type", "f32", "--backend", "cpu"],
     { timeout: 600_000 });
   console.log(`# SmolLM2 perplexity (cpu): ${out.perplexity.toFixed(4)} over ${out.tokens_scored} tokens`);
   assert.equal(out.tokens_scored, 4088);

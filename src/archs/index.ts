@@ -7,7 +7,7 @@ import type { ModelConfig } from "./config.js";
 import { gemma2 } from "./gemma2.js";
 import { gpt2 } from "./gpt2.js";
 import { llama } from "./llama.js";
-import { buildModel, forwardOf, type Architecture, type Forward, type LanguageModel } from "./model.js";
+import { buildModel, forwardOf, type Architecture, type Forward, type LanguageModel, type ModelOptions } from "./model.js";
 import { decoderTensors, type TensorSpec } from "./layers.js";
 import { olmoe } from "./olmoe.js";
 import { qwen2, qwen3 } from "./qwen.js";
@@ -62,11 +62,11 @@ export function configOf(file: GGUFFile): ModelConfig {
 }
 
 /** Build the model of a file; `config` overrides the one its metadata gives (algorithm cards). */
-export function loadModelFromFile(file: GGUFFile, device: Device, config?: ModelConfig): LanguageModel {
+export function loadModelFromFile(file: GGUFFile, device: Device, config?: ModelConfig, opts: ModelOptions = {}): LanguageModel {
   const arch = config ? ARCHITECTURES[config.arch] ?? architectureOf(file) : architectureOf(file);
-  return buildModel(arch, file, config ?? arch.config(file), device);
+  return buildModel(arch, file, config ?? arch.config(file), device, opts);
 }
 
-export function loadModel(path: string, device: Device): LanguageModel {
-  return loadModelFromFile(readGGUF(path), device);
+export function loadModel(path: string, device: Device, opts: ModelOptions = {}): LanguageModel {
+  return loadModelFromFile(readGGUF(path), device, undefined, opts);
 }

@@ -3,12 +3,13 @@
 import type { Device } from "../backends/kernels.js";
 import { InferenceOps, RopeTables } from "../blocks/inferenceOps.js";
 import { KVCache, type Segment } from "../blocks/kvCache.js";
+import { checkKVType, DEFAULT_KV_TYPE, type KVType } from "../blocks/kvCacheTypes.js";
 import type { Ops, Value } from "../blocks/ops.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { Workspace } from "../tensor/workspace.js";
 import type { ModelConfig } from "./config.js";
-import { decoderTensors, type TensorSpec } from "./layers.js";
+import { attentionConfig, decoderTensors, type TensorSpec } from "./layers.js";
 import { decoderForward } from "./llama.js";
 import { ModelWeights } from "./weights.js";
 
@@ -20,8 +21,13 @@ export interface LanguageModel {
   readonly contextLength: number;
   /** The configuration the model was built from (what `toy describe --json` prints). */
   readonly config: ModelConfig;
-  /** A fresh KV cache for up to `capacity` positions (default: the model's context length). */
-  newCache(capacity?: number): KVCache;
+  /** The storage type of the caches `newCache` makes unless told otherwise. */
+  readonly cacheType: KVType;
+  /**
+   * A fresh KV cache for up to `capacity` positions (default: the model's context length), storing
+   * keys and values as `type` (default: cacheType). Sliding-window layers keep only their window.
+   */
+  newCache(capacity?: number, opts?: { type?: KVType }): KVCache;
   /**
    * Run tokens `ids` at positions cache.length.. and append them to the cache.
    * Returns logits [T, vocab] ("all") or [1, vocab] for the last token ("last").
@@ -59,17 +65,26 @@ export function forwardOf(arch: Architecture): Forward {
 /** Forwards of at most this many rows in all reuse the model's workspace. */
 const WORKSPACE_ROWS = 16;
 
-export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConfig, device: Device): LanguageModel {
+/** Options of loading a model. */
+export interface ModelOptions {
+  /** KV-cache storage type (default f32: the references' numerics; the CLI defaults to f16). */
+  cacheType?: KVType;
+}
+
+export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConfig, device: Device, opts: ModelOptions = {}): LanguageModel {
   const forward = forwardOf(arch);
   const weights = new ModelWeights(file);
   weights.check((arch.tensors ?? decoderTensors)(config));
   const ropes = new RopeTables(weights);
   const kvWidth = config.nKVHead * config.headDim;
+  const cacheType = checkKVType(opts.cacheType ?? DEFAULT_KV_TYPE, config.headDim);
+  const windows = Array.from({ length: config.nLayer }, (_, l) => attentionConfig(config, l).attn.window);
   const workspace = new Workspace();
   return {
-    arch: arch.name, file, device, config,
+    arch: arch.name, file, device, config, cacheType,
     nVocab: config.nVocab, contextLength: config.contextLength,
-    newCache: (capacity = config.contextLength) => new KVCache(config.nLayer, capacity, kvWidth),
+    newCache: (capacity = config.contextLength, o = {}) =>
+      new KVCache(config.nLayer, capacity, kvWidth, { type: checkKVType(o.type ?? cacheType, config.headDim), windows }),
     forward(ids, cache, logits) {
       return run([{ ids, cache }], logits === "all");
     },

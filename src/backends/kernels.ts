@@ -20,6 +20,16 @@ export interface AttentionOptions {
   causal: boolean;
 }
 
+/** How a KV cache stores keys and values (llama.cpp's --cache-type-k/v): float32, half, or
+ *  Q8_0 blocks of 32 values along each head (one half scale, 32 int8). */
+export type KVType = "f32" | "f16" | "q8_0";
+
+/** Cached keys or values: rows of nKVHeads · headDim values stored as `type`, one after another. */
+export interface KVRows {
+  type: KVType;
+  bytes: Uint8Array;
+}
+
 export interface Kernels {
   readonly device: Device;
 
@@ -44,11 +54,15 @@ export interface Kernels {
 
   /**
    * Scaled dot-product attention of T queries against the first `nKeys` cached keys.
-   * q: [T, nHeads, headDim]; k, v: [>= nKeys, nKVHeads, headDim]; query t sits at position
-   * pos0 + t; key j at position j. Head h reads KV head floor(h / (nHeads / nKVHeads)).
+   * q: [T, nHeads, headDim]; k, v: [>= nKeys, nKVHeads, headDim] in their storage type; query t
+   * sits at position pos0 + t; key j at position j. Head h reads KV head floor(h / (nHeads / nKVHeads)).
    * out: [T, nHeads, headDim].
    */
-  attention(q: Float32Array, k: Float32Array, v: Float32Array, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number, opts: AttentionOptions, out: Float32Array): void;
+  attention(q: Float32Array, k: KVRows, v: KVRows, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number, opts: AttentionOptions, out: Float32Array): void;
+
+  /** Write x (whole rows of cached keys or values) as `type` into dst from byte `byteOffset`
+   *  (ggml's encoders: F16 rounds to nearest even; Q8_0 d = amax/127, q = round(x / d)). */
+  storeKV(x: Float32Array, type: KVType, dst: Uint8Array, byteOffset: number): void;
 
   /** out = silu(gate) ⊙ up  (SwiGLU's combination). */
   swiglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;

@@ -1,32 +1,110 @@
-// The KV cache: for every layer, the keys and values of all positions seen so far, so that a
-// new token attends to the past without recomputing it.
+// The KV cache: for every layer, the keys and values of the positions seen so far, so that a
+// new token attends to the past without recomputing it. Rows are stored in the cache's type
+// (f32, f16 or q8_0, see kvCacheTypes.ts), which the attention kernels read directly.
+//
+// A sliding-window layer (its queries see only the last `window` positions) keeps only those:
+// its rows hold positions [base, base + rows), and before a forward it drops the positions no
+// query of that forward can see, moving the rest to the front when it runs out of rows. It holds
+// at most window − 1 + (the forward's rows) + SLACK positions, however long the context grows.
+// Attention is shift-invariant (RoPE is applied before caching), so the kernels see row i as
+// position i and query positions shifted by −base; the window mask is the same.
 
+import type { KVRows } from "../backends/kernels.js";
 import { ToyError } from "../errors.js";
 import type { Tensor } from "../tensor/tensor.js";
+import { storeKV } from "../primitives/index.js";
+import { DEFAULT_KV_TYPE, kvRowBytes, type KVType } from "./kvCacheTypes.js";
+
+/** Rows a windowed layer keeps beyond what a forward needs, so that it moves its rows only once every SLACK steps. */
+const SLACK = 64;
 
 export class LayerCache {
-  /** [capacity, kvHeads · headDim] each */
-  readonly k: Float32Array;
-  readonly v: Float32Array;
-  constructor(readonly capacity: number, readonly width: number) {
-    this.k = new Float32Array(capacity * width);
-    this.v = new Float32Array(capacity * width);
+  /** Cached keys and values: `rows` rows of `width` values each, stored as `type`. */
+  keys: KVRows;
+  values: KVRows;
+  /** Position held by row 0 (> 0 only on a sliding-window layer that dropped old positions). */
+  base = 0;
+  private readonly rowBytes: number;
+
+  /**
+   * capacity: the most positions a sequence may reach; window: the layer's sliding window
+   * (0: it attends to every position, and keeps them all).
+   */
+  constructor(readonly capacity: number, readonly width: number, readonly type: KVType = DEFAULT_KV_TYPE, readonly window = 0) {
+    this.rowBytes = kvRowBytes(type, width);
+    const rows = window > 0 ? Math.min(capacity, window + SLACK) : capacity;
+    this.keys = { type, bytes: this.alloc(rows) };
+    this.values = { type, bytes: this.alloc(rows) };
   }
 
-  /** Store T rows of keys and values at positions pos0..pos0+T−1. */
-  write(pos0: number, k: Tensor, v: Tensor): void {
-    this.k.set(k.data, pos0 * this.width);
-    this.v.set(v.data, pos0 * this.width);
+  /** Rows allocated. */
+  get rows(): number {
+    return this.keys.bytes.byteLength / this.rowBytes;
   }
+
+  /** Whether a forward can start at position `pos` (the positions its window needs are still held). */
+  canResumeAt(pos: number): boolean {
+    return pos === 0 || this.window === 0 || Math.max(0, pos - this.window + 1) >= this.base;
+  }
+
+  /**
+   * Store T rows of keys and values [T, width] at positions pos0..pos0+T−1; afterwards `keys` and
+   * `values` hold positions [base, pos0 + T), including every key the forward's queries may see.
+   */
+  write(pos0: number, k: Tensor, v: Tensor): void {
+    const T = k.data.length / this.width;
+    if (pos0 === 0) this.base = 0; // a fresh start (after truncate(0)) keeps nothing
+    if (pos0 + T - this.base > this.rows) this.makeRoom(pos0, T);
+    else if (this.window > 0 && this.rows > this.window - 1 + T + 2 * SLACK) this.makeRoom(pos0, T); // shrink after a long prompt
+    const at = (pos0 - this.base) * this.rowBytes;
+    storeKV(k, this.type, this.keys.bytes, at);
+    storeKV(v, this.type, this.values.bytes, at);
+  }
+
+  /** Keep only positions [pos0 − window + 1, pos0) at the front, in rows enough for T more. */
+  private makeRoom(pos0: number, T: number): void {
+    if (this.window === 0) throw new ToyError(`KV cache: positions up to ${pos0 + T} do not fit in ${this.rows}`);
+    if (!this.canResumeAt(pos0)) throw new ToyError(`KV cache: position ${pos0} needs keys this sliding-window layer no longer holds (from ${this.base})`);
+    const keepFrom = Math.max(0, pos0 - this.window + 1);
+    const keep = pos0 - keepFrom, need = keep + T;
+    const from = (keepFrom - this.base) * this.rowBytes, to = (pos0 - this.base) * this.rowBytes;
+    if (need > this.rows || this.rows > need + 2 * SLACK) {
+      const rows = Math.min(this.capacity, need + SLACK);
+      const k = this.alloc(rows), v = this.alloc(rows);
+      k.set(this.keys.bytes.subarray(from, to));
+      v.set(this.values.bytes.subarray(from, to));
+      this.keys = { type: this.type, bytes: k };
+      this.values = { type: this.type, bytes: v };
+    } else {
+      this.keys.bytes.copyWithin(0, from, to);
+      this.values.bytes.copyWithin(0, from, to);
+    }
+    this.base = keepFrom;
+  }
+
+  private alloc(rows: number): Uint8Array {
+    // Float32 rows are read as a Float32Array view by the ts backend: allocate whole floats.
+    return new Uint8Array(new ArrayBuffer(rows * this.rowBytes));
+  }
+}
+
+export interface KVCacheOptions {
+  /** Storage type of keys and values (default f32). */
+  type?: KVType;
+  /** Per layer: its sliding window (0 or absent: every position). */
+  windows?: readonly number[];
 }
 
 export class KVCache {
   readonly layers: LayerCache[];
   /** Number of positions filled. */
   length = 0;
+  readonly type: KVType;
 
-  constructor(nLayers: number, readonly capacity: number, kvWidths: number | number[]) {
-    this.layers = Array.from({ length: nLayers }, (_, l) => new LayerCache(capacity, Array.isArray(kvWidths) ? kvWidths[l] : kvWidths));
+  constructor(nLayers: number, readonly capacity: number, kvWidths: number | readonly number[], opts: KVCacheOptions = {}) {
+    this.type = opts.type ?? DEFAULT_KV_TYPE;
+    this.layers = Array.from({ length: nLayers }, (_, l) =>
+      new LayerCache(capacity, typeof kvWidths === "number" ? kvWidths : kvWidths[l], this.type, opts.windows?.[l] ?? 0));
   }
 
   /** Check that T more positions fit; the context limit gets a clear error. */
@@ -36,13 +114,20 @@ export class KVCache {
     }
   }
 
-  /** Forget positions from `length` on (e.g. to reuse a shared prefix). */
-  truncate(length: number): void {
-    this.length = Math.min(this.length, length);
+  /**
+   * Forget positions from `length` on (e.g. to reuse a shared prefix). Returns the length kept:
+   * `length`, or 0 when a sliding-window layer no longer holds the keys that continuing from
+   * `length` needs (it dropped them); the caller then reads the sequence again from the start.
+   */
+  truncate(length: number): number {
+    const n = Math.min(this.length, length);
+    this.length = this.layers.every((l) => l.canResumeAt(n)) ? n : 0;
+    return this.length;
   }
 
+  /** Bytes held by keys and values. */
   get bytes(): number {
-    return this.layers.reduce((s, l) => s + l.k.byteLength + l.v.byteLength, 0);
+    return this.layers.reduce((s, l) => s + l.keys.bytes.byteLength + l.values.bytes.byteLength, 0);
   }
 }
 

@@ -1,7 +1,7 @@
 // Multi-head self-attention with grouped KV heads, RoPE and (inference) a KV cache:
 //   q, k, v = x W_qᵀ, x W_kᵀ, x W_vᵀ;  q, k = rope(q), rope(k);  out = attention(q, K, V) W_oᵀ
 
-import type { AttentionOptions } from "../backends/kernels.js";
+import type { AttentionOptions, KVRows } from "../backends/kernels.js";
 import { attention } from "../primitives/index.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { Segment } from "./kvCache.js";
@@ -67,12 +67,18 @@ export function attendThroughCache(q: Tensor, k: Tensor, v: Tensor, segments: re
     if (cache) {
       const kv = cache.layers[layer];
       kv.write(pos0, k.sliceRows(start, start + length), v.sliceRows(start, start + length));
-      out = attention(q.sliceRows(start, start + length), kv.k, kv.v, pos0, pos0 + length, kvHeads, opts);
+      // The cache's row 0 holds position kv.base (> 0 on a sliding-window layer that dropped old keys).
+      out = attention(q.sliceRows(start, start + length), kv.keys, kv.values, pos0 - kv.base, pos0 + length - kv.base, kvHeads, opts);
     } else {
-      out = attention(q.sliceRows(start, start + length), k.data.subarray(start * width, (start + length) * width),
-        v.data.subarray(start * width, (start + length) * width), 0, length, kvHeads, opts);
+      out = attention(q.sliceRows(start, start + length), f32Rows(k.data.subarray(start * width, (start + length) * width)),
+        f32Rows(v.data.subarray(start * width, (start + length) * width)), 0, length, kvHeads, opts);
     }
     a.data.set(out.data, start * heads * headDim);
   }
   return a;
+}
+
+/** Float32 rows in place, as the attention kernels read a cache's rows. */
+function f32Rows(x: Float32Array): KVRows {
+  return { type: "f32", bytes: new Uint8Array(x.buffer, x.byteOffset, x.byteLength) };
 }

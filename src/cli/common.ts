@@ -2,6 +2,7 @@
 
 import { InvalidArgumentError } from "commander";
 import { loadModelFromFile, type LanguageModel } from "../archs/index.js";
+import type { KVType } from "../blocks/kvCacheTypes.js";
 import { selectBackend } from "../backends/index.js";
 import { UsageError } from "../errors.js";
 import { readGGUF } from "../io/gguf/reader.js";
@@ -14,6 +15,8 @@ export interface BackendFlags {
   threads?: number;
   /** A LoRA adapter GGUF to merge into the model at load time. */
   lora?: string;
+  /** KV-cache storage type (--cache-type). */
+  cacheType?: KVType;
 }
 
 export interface OpenedModel {
@@ -26,7 +29,7 @@ export function openModel(spec: string, flags: BackendFlags, quiet = false): Ope
   const device = selectBackend(flags.backend, { threads: flags.threads ?? envThreads(), quiet });
   const path = resolveModelPath(spec);
   const file = flags.lora ? applyLoraAdapter(readGGUF(path), flags.lora) : readGGUF(path);
-  const model = loadModelFromFile(file, device);
+  const model = loadModelFromFile(file, device, undefined, { cacheType: flags.cacheType });
   const tokenizer = tokenizerFromMetadata(file.metadata, path);
   return { model, tokenizer, path };
 }

@@ -80,6 +80,7 @@ export const COMMAND_INFO: Record<string, CommandInfo> = {
       prompt_tokens: "integer[]", tokens: "integer[]", text: "string",
       finish_reason: '"stop" | "length" | "aborted"',
       timing: { prompt_tokens_per_s: "number", tokens_per_s: "number" },
+      kv_cache: { type: '"f32" | "f16" | "q8_0"', bytes: "integer" },
     } },
   },
   eval: {

@@ -3,6 +3,7 @@ export { embedding } from "./embedding.js";
 export { rmsNorm, layerNorm } from "./norm.js";
 export { rope, ropeInvFreq, type RopeConfig } from "./rope.js";
 export { attention } from "./attention.js";
+export { storeKV } from "./storeKV.js";
 export { swiglu, geglu, gelu } from "./activation.js";
 export { add } from "./arith.js";
 export { softmax, logSumExp } from "./softmax.js";

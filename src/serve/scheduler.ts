@@ -175,8 +175,9 @@ export class Scheduler {
     const prompt = w.job.prompt;
     slot.cache ??= this.model.newCache(this.opts.contextSize);
     // Keep the shared start; always read at least the last prompt token again (its logits are needed).
-    const keep = Math.min(shared, prompt.length - 1);
-    slot.cache.truncate(keep);
+    // A sliding-window layer may no longer hold what continuing from `keep` needs: truncate says
+    // how much is kept (0: read the prompt again from the start).
+    const keep = slot.cache.truncate(Math.min(shared, prompt.length - 1));
     slot.cachedIds.length = keep;
     const active: Active = {
       job: w.job, resolve: w.resolve, reject: w.reject, read: keep, cachedTokens: keep,

@@ -55,3 +55,24 @@ export function tolerance(model: string, device: Device): Tolerance {
   if (MATCHES_LLAMACPP.has(storage) && !model.startsWith("SmolLM2")) return { engine: "llamacpp", logits: 5e-3, margin: 5e-2 };
   return { engine: "llamacpp", logits: 1.2, margin: 1.2 };
 }
+
+/**
+ * How far an F16 or Q8_0 KV cache may move SmolLM2's outputs from an F32 cache
+ * (test/kv-cache.test.ts). Measured (Dec 2026): exact math (ts, 12 prompt tokens) max |Δlogit|
+ * f16 0.012, q8_0 0.45; cpu (22 prompt tokens) f16 2.15, q8_0 1.46; perplexity (4 windows of 512)
+ * f16 −0.14 %, q8_0 +0.27 %; greedy (64 steps) parts at steps 6 (f16) and 14 (q8_0), where the
+ * F32 run's top two were 0.15 and 0.10 apart.
+ * - exactLogits: a half keeps 11 significant bits (relative error ≤ 2⁻¹¹ per stored value, ~0.01
+ *   on logits of ±30): 0.03. Q8_0 rounds each value to a step of amax/127 of its block of 32 (up
+ *   to 0.4 % of the block's largest value): 1.0, twice the measured.
+ * - logits (cpu): the cpu backend quantizes activations to 8 bits before every matrix product, so
+ *   any perturbation flips some roundings and grows through 30 layers; its spread around exact
+ *   math is 1.2 already (see above). A cache-type change moves cpu logits by about 2: bound 3.
+ * - margin: greedy may part only where the F32 run's top-two margin is below 0.5 (as SmolLM2's
+ *   greedy comparisons with llama.cpp, which allow 1.2).
+ * - perplexity: at most 0.5 % (f16) / 0.6 % (q8_0) from F32's, about twice the measured.
+ */
+export const KV_CACHE_DISTANCE: Record<"f16" | "q8_0", { exactLogits: number; logits: number; margin: number; perplexity: number }> = {
+  f16: { exactLogits: 0.03, logits: 3, margin: 0.5, perplexity: 0.005 },
+  q8_0: { exactLogits: 1.0, logits: 3, margin: 0.5, perplexity: 0.006 },
+};

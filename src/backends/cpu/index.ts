@@ -47,6 +47,9 @@ export function loadCpuBackend(): CpuBackend | { error: string } {
   return cached;
 }
 
+/** ggml's type ids of the KV-cache types. */
+const KV_TYPE_ID = { f32: 0, f16: 1, q8_0: 8 } as const;
+
 function cpuKernels(a: NativeAddon): Kernels {
   return {
     device: "cpu",
@@ -57,7 +60,8 @@ function cpuKernels(a: NativeAddon): Kernels {
     rope: (x, T, nHeads, headDim, ropeDims, positions, invFreq, style) =>
       a.rope(x, T, nHeads, headDim, ropeDims, positions, invFreq, style === "neox" ? 1 : 0),
     attention: (q, k, v, T, pos0, nKeys, nHeads, nKVHeads, headDim, o, out) =>
-      a.attention(q, k, v, T, pos0, nKeys, nHeads, nKVHeads, headDim, o.scale, o.softcap, o.window, o.causal ? 1 : 0, out),
+      a.attention(q, k.bytes, v.bytes, KV_TYPE_ID[k.type], T, pos0, nKeys, nHeads, nKVHeads, headDim, o.scale, o.softcap, o.window, o.causal ? 1 : 0, out),
+    storeKV: (x, type, dst, off) => a.storeKV(x, KV_TYPE_ID[type], dst, off),
     swiglu: (g, u, out) => a.swiglu(g, u, out),
     geglu: (g, u, out) => a.geglu(g, u, out),
     gelu: (x, out) => a.gelu(x, out),

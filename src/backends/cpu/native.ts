@@ -6,8 +6,11 @@ export interface NativeAddon {
   rmsNorm(x: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, out: Float32Array): void;
   layerNorm(x: Float32Array, weight: Float32Array, bias: Float32Array | null, rows: number, n: number, eps: number, out: Float32Array): void;
   rope(x: Float32Array, T: number, nHeads: number, headDim: number, ropeDims: number, positions: Int32Array, invFreq: Float32Array, neox: number): void;
-  attention(q: Float32Array, k: Float32Array, v: Float32Array, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number,
+  /** kvType: ggml's id of the cache's type (0 f32, 1 f16, 8 q8_0). */
+  attention(q: Float32Array, k: Uint8Array, v: Uint8Array, kvType: number, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number,
     scale: number, softcap: number, window: number, causal: number, out: Float32Array): void;
+  /** x as KV-cache rows of type kvType (0 f32, 1 f16, 8 q8_0), written into dst from byte dstOffset. */
+  storeKV(x: Float32Array, kvType: number, dst: Uint8Array, dstOffset: number): void;
   swiglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
   geglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
   gelu(x: Float32Array, out: Float32Array): void;

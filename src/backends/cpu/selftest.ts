@@ -7,12 +7,13 @@
 // - quantized matmul: 3e-2 — the activation row is quantized to 8 bits per block of 32
 //   (a step of amax/127, so ≤ 0.4 % of the block's largest value per element) before the
 //   integer dot product, as llama.cpp does;
-// - getRows: 1e-6 (the same dequantization formulas; in practice exact).
+// - getRows: 1e-6 (the same dequantization formulas; in practice exact);
+// - attention over F16 / Q8_0 cached keys and values: 1e-4, both backends read the same stored values.
 
 import { GGMLType, typeName } from "../../io/gguf/types.js";
 import { quantize } from "../../quant/index.js";
 import type { Weight } from "../../tensor/weight.js";
-import type { AttentionOptions, Kernels } from "../kernels.js";
+import type { AttentionOptions, Kernels, KVRows } from "../kernels.js";
 
 export interface SelfTestResult {
   kernel: string;
@@ -106,7 +107,8 @@ export function selfTest(kernels: Kernels, reference: Kernels): SelfTestResult[]
   }
 
   const nKeys = 9, pos0 = 6;
-  const q = randn(TT * nH * hd, 6), kc = randn(nKeys * nKV * hd, 7), vc = randn(nKeys * nKV * hd, 8);
+  const q = randn(TT * nH * hd, 6);
+  const kc = f32Rows(randn(nKeys * nKV * hd, 7)), vc = f32Rows(randn(nKeys * nKV * hd, 8));
   const variants: [string, AttentionOptions][] = [
     ["causal", { scale: 1 / Math.sqrt(hd), softcap: 0, window: 0, causal: true }],
     ["bidirectional", { scale: 1 / Math.sqrt(hd), softcap: 0, window: 0, causal: false }],
@@ -114,6 +116,12 @@ export function selfTest(kernels: Kernels, reference: Kernels): SelfTestResult[]
   ];
   for (const [name, o] of variants) {
     check(`attention (${name})`, 1e-4, () => both(TT * nH * hd, (k, out) => k.attention(q, kc, vc, TT, pos0, nKeys, nH, nKV, hd, o, out)));
+  }
+  // Cached rows in F16 and Q8_0 (blocks of 32 along a head), over enough keys for several chunks.
+  const hd2 = 32, keys2 = 300, q2 = randn(TT * nH * hd2, 11), k2 = randn(keys2 * nKV * hd2, 12), v2 = randn(keys2 * nKV * hd2, 13);
+  for (const [name, type] of [["f16", GGMLType.F16], ["q8_0", GGMLType.Q8_0]] as const) {
+    const kq: KVRows = { type: name, bytes: quantize(type, k2, keys2, nKV * hd2) }, vq: KVRows = { type: name, bytes: quantize(type, v2, keys2, nKV * hd2) };
+    check(`attention (${name} cache)`, 1e-4, () => both(TT * nH * hd2, (k, out) => k.attention(q2, kq, vq, TT, keys2 - TT, keys2, nH, nKV, hd2, variants[0][1], out)));
   }
 
   const m = 1000;
@@ -124,4 +132,9 @@ export function selfTest(kernels: Kernels, reference: Kernels): SelfTestResult[]
   check("add", 1e-6, () => both(m, (k, out) => k.add(ea, eb, out)));
   check("softmax", 1e-4, () => both(4 * 250, (k, out) => { out.set(ea); k.softmax(out, 4, 250); }));
   return results;
+}
+
+/** Float32 values as the rows of an f32 KV cache. */
+export function f32Rows(x: Float32Array): KVRows {
+  return { type: "f32", bytes: new Uint8Array(x.buffer, x.byteOffset, x.byteLength) };
 }

@@ -6,8 +6,9 @@ import { add, gelu, geglu, softmax, swiglu } from "./elementwise.js";
 import { getRows, matmul } from "./matmul.js";
 import { layerNorm, rmsNorm } from "./norms.js";
 import { rope } from "./rope.js";
+import { storeKV } from "./storeKV.js";
 
 export const tsKernels: Kernels = {
   device: "ts",
-  matmul, getRows, rmsNorm, layerNorm, rope, attention, swiglu, geglu, gelu, add, softmax,
+  matmul, getRows, rmsNorm, layerNorm, rope, attention, storeKV, swiglu, geglu, gelu, add, softmax,
 };

@@ -13,7 +13,7 @@ import { loadImageData } from "../../io/images/index.js";
 import { resolveModelPath } from "../../io/discovery/modelNames.js";
 import { checkIds, idList, int, openModel, printJson } from "../common.js";
 import { progressBar } from "../progress.js";
-import { backendOptions } from "./options.js";
+import { backendOptions, cacheTypeOption } from "./options.js";
 
 interface EvalFlags {
   prompt?: string;
@@ -49,6 +49,7 @@ export function evalCommand(): Command {
     .option("--eval-count <n>", "vit, MNIST: images of the evaluation split", int("--eval-count", 1))
     .option("--batch <n>", "vit: images per forward pass", int("--batch", 1), 250);
   backendOptions(cmd);
+  cacheTypeOption(cmd);
   return cmd.action((modelPath: string, flags: EvalFlags) => runEval(modelPath, flags));
 }
 

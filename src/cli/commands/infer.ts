@@ -4,12 +4,13 @@ import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { generateAsync, type GenerateResult } from "../../engines/generate.js";
 import { DEFAULT_SAMPLING, type SamplingOptions } from "../../engines/sampling.js";
+import type { KVType } from "../../blocks/kvCacheTypes.js";
 import { UsageError } from "../../errors.js";
 import { chatTemplateFor, parseMessages, type ChatMessage } from "../../io/chat/template.js";
 import { checkIds, float, idList, int, openModel, printJson, type OpenedModel } from "../common.js";
 import { interactiveChat } from "../chat.js";
 import { defaultModelPath } from "../../io/discovery/modelNames.js";
-import { backendOptions } from "./options.js";
+import { backendOptions, cacheTypeOption } from "./options.js";
 
 export interface InferFlags {
   prompt?: string;
@@ -29,6 +30,7 @@ export interface InferFlags {
   backend?: string;
   threads?: number;
   lora?: string;
+  cacheType?: KVType;
 }
 
 export function inferCommand(): Command {
@@ -51,6 +53,7 @@ export function inferCommand(): Command {
     .option("--json", "print one JSON object instead of streaming text")
     .option("--lora <adapter>", "a LoRA adapter GGUF (llama.cpp format) applied to the model at load time");
   backendOptions(cmd);
+  cacheTypeOption(cmd);
   return cmd.action((modelPath: string | undefined, flags: InferFlags) => runInfer(modelPath ?? defaultModelPath(), flags));
 }
 
@@ -98,6 +101,7 @@ async function runInfer(modelPath: string, flags: InferFlags): Promise<void> {
       text: tokenizer.decode(result.tokens),
       finish_reason: result.finishReason,
       timing: { prompt_tokens_per_s: result.promptTokensPerS, tokens_per_s: result.tokensPerS },
+      kv_cache: { type: result.cache.type, bytes: result.cache.bytes },
     });
   } else if (process.stderr.isTTY) {
     process.stderr.write(`[${prompt.length} prompt tokens at ${result.promptTokensPerS.toFixed(1)} t/s, ${result.tokens.length} generated at ${result.tokensPerS.toFixed(1)} t/s]\n`);

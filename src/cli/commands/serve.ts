@@ -7,7 +7,7 @@ import { createServer } from "../../serve/server.js";
 import { int, openModel } from "../common.js";
 import { defaultModelPath } from "../../io/discovery/modelNames.js";
 import { toyVersion } from "../program.js";
-import { backendOptions } from "./options.js";
+import { backendOptions, cacheTypeOption } from "./options.js";
 
 export interface ServeFlags {
   port: number;
@@ -38,6 +38,7 @@ export function serveCommand(): Command {
     .option("--ctx <n>", `context (KV cache positions) per slot (default: the model's, at most ${DEFAULT_MAX_CTX})`, int("--ctx", 1))
     .option("--body-limit <bytes>", "largest request body; larger ones get 413", int("--body-limit", 1024), 1 << 20);
   backendOptions(cmd);
+  cacheTypeOption(cmd);
   return cmd.action((modelPath: string | undefined, flags: ServeFlags) => runServe(modelPath ?? defaultModelPath(), flags));
 }
 

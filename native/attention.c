@@ -1,0 +1,103 @@
+// Attention of T query rows over a KV cache (inference), as a flash-decoding pass: the visible
+// keys of each row are cut into chunks of ATT_CHUNK positions counted from the row's first
+// visible key (never by the thread count; and the same chunks wherever the cache's rows start,
+// so a sliding-window layer that dropped old rows gives the bits of a full cache); each chunk gives a partial softmax (its max, its exp-sum, its weighted sum of
+// values), and a row's chunks are merged in ascending order. Prompts run one (row, KV head) per
+// pool chunk and merge as they go; a few rows over a long cache (decode) run one
+// (row, KV head, chunk) per pool chunk, so that even 3 KV heads keep every thread busy, and
+// merge afterwards. Both do the same arithmetic in the same order: the same bits either way and
+// for any thread count. Bodies in attention_impl.h.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#else
+#define HAVE_X86 0
+#endif
+#include "toy.h"
+
+#define ATT_CHUNK 128
+
+typedef struct {
+  const float *q; const uint8_t *k, *v; int type; int64_t rowBytes, headBytes;
+  int64_t T, pos0, nKeys, nHeads, nKV, headDim; float scale, softcap; int64_t window; int causal;
+  float *out;
+  int64_t nChunks; float *parts;
+} att_t;
+
+/** The keys query row t sees: [first, last] (empty when last < first). */
+static inline void att_range(const att_t *a, int64_t t, int64_t *first, int64_t *last) {
+  const int64_t p = a->pos0 + t;
+  *last = a->causal ? (p < a->nKeys - 1 ? p : a->nKeys - 1) : a->nKeys - 1;
+  *first = a->window > 0 ? (p - a->window + 1 > 0 ? p - a->window + 1 : 0) : 0;
+}
+
+/** out[t, h] = O / S of a merged run (zeros for a row that sees no key). */
+static inline void att_finish(const att_t *a, int64_t t, int64_t h, const float *run) {
+  float *o = a->out + (t * a->nHeads + h) * a->headDim;
+  if (run[1] == 0.0f) { memset(o, 0, a->headDim * sizeof(float)); return; }
+  for (int64_t i = 0; i < a->headDim; i++) o[i] = run[2 + i] / run[1];
+}
+
+#define IMPL_HEADER "attention_impl.h"
+#include "isa_variants.h"
+
+/** Bytes of one cached row of n values of a KV-cache type (0: not a cache type / bad width). */
+size_t kv_row_bytes(int type, int64_t n) {
+  switch (type) {
+    case T_F32: return (size_t)n * 4;
+    case T_F16: return (size_t)n * 2;
+    case T_Q8_0: return n % 32 == 0 ? (size_t)(n / 32) * 34 : 0;
+    default: return 0;
+  }
+}
+
+void k_kv_store(const float *x, int64_t n, int type, uint8_t *dst) { PICK(kv_store)(x, n, type, dst); }
+
+// Rows at most this many take the split-over-positions path, while their partial results fit in
+// SPLIT_MAX_BYTES (either path gives the same bits; this only bounds the memory).
+#define SPLIT_ROWS 16
+#define SPLIT_MAX_BYTES ((size_t)32 << 20)
+
+// The split path's partial results, kept between calls (kernels run one at a time: the addon's lock).
+static float *split_parts(size_t need) {
+  static float *parts = NULL;
+  static size_t cap = 0;
+  if (need > cap) {
+    free(parts);
+    parts = malloc(need);
+    cap = parts ? need : 0;
+  }
+  return parts; // NULL: the whole-row path runs instead (same bits)
+}
+
+void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, int64_t T, int64_t pos0, int64_t nKeys, int64_t nHeads,
+                 int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out) {
+  att_t a = { q, k, v, type, (int64_t)kv_row_bytes(type, nKV * headDim), (int64_t)kv_row_bytes(type, headDim),
+              T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, causal, out, 0, NULL };
+  // The most chunks any row has: rows see at most nKeys keys (or window keys).
+  const int64_t span = window > 0 && window < nKeys ? window : nKeys;
+  const int64_t nChunks = (span + ATT_CHUNK - 1) / ATT_CHUNK;
+  const int64_t g = nHeads / nKV, stride = headDim + 2;
+  const size_t need = (size_t)(T * nKV * nChunks * g * stride) * sizeof(float);
+  float *parts = T <= SPLIT_ROWS && nChunks > 1 && need <= SPLIT_MAX_BYTES ? split_parts(need) : NULL;
+  if (parts) {
+    a.nChunks = nChunks; a.parts = parts;
+    pool_for(PICK(att_chunks), &a, T * nKV * nChunks);
+    // Merge each row's chunks in ascending order, as the whole-row path does.
+    float *run = pool_scratch(0, 1, (size_t)stride * sizeof(float));
+    for (int64_t t = 0; t < T; t++)
+      for (int64_t kh = 0; kh < nKV; kh++)
+        for (int64_t h = 0; h < g; h++) {
+          run[1] = 0.0f;
+          for (int64_t c = 0; c < nChunks; c++) PICK(att_merge)(run, parts + ((t * nKV + kh) * nChunks + c) * g * stride + h * stride, headDim);
+          att_finish(&a, t, kh * g + h, run);
+        }
+    return;
+  }
+  const int64_t items = T * nKV;
+  if (items * nKeys * headDim < 32768) for (int64_t i = 0; i < items; i++) PICK(att_rows)(&a, i, 0);
+  else pool_for(PICK(att_rows), &a, items);
+}
