@@ -230,8 +230,8 @@ export class Scheduler {
     const prompt = w.job.prompt;
     slot.cache ??= this.model.newCache(this.opts.contextSize);
     // Keep the shared start; always read at least the last prompt token again (its logits are needed).
-    const keep = Math.min(shared, prompt.length - 1);
-    slot.cache.truncate(keep);
+    slot.cache.truncate(Math.min(shared, prompt.length - 1));
+    const keep = slot.cache.length; // a cache may keep less than asked (then it is read again)
     slot.cachedIds.length = keep;
     const active: Active = {
       job: w.job, resolve: w.resolve, reject: w.reject, order: this.admitted++, read: keep, cachedTokens: keep,

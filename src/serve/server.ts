@@ -87,6 +87,17 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     void reply.status(404).send(err.body());
   });
 
+  // Every response is counted by route and status when it ends (streams too, and clients that left).
+  app.addHook("onRequest", async (req, reply) => {
+    const route = req.routeOptions.url ?? "unknown";
+    const generating = req.method === "POST" && route.startsWith("/v1/");
+    if (generating) inFlight++;
+    reply.raw.once("close", () => {
+      metrics.request(route, reply.raw.statusCode);
+      if (generating && --inFlight === 0) for (const w of inFlightWaiters.splice(0)) w();
+    });
+  });
+
   if (opts.apiKey !== undefined) {
     const want = createHash("sha256").update(`Bearer ${opts.apiKey}`).digest();
     // Everything but the page and /health needs the key (decided by the route matched, not by
@@ -100,17 +111,6 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
       }
     });
   }
-
-  // Every response is counted by route and status when it ends (streams too, and clients that left).
-  app.addHook("onRequest", async (req, reply) => {
-    const route = req.routeOptions.url ?? "unknown";
-    const generating = req.method === "POST" && route.startsWith("/v1/");
-    if (generating) inFlight++;
-    reply.raw.once("close", () => {
-      metrics.request(route, reply.raw.statusCode);
-      if (generating && --inFlight === 0) for (const w of inFlightWaiters.splice(0)) w();
-    });
-  });
 
   const modelCard = () => ({
     id: opts.name, object: "model", created, owned_by: "toy",

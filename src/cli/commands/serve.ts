@@ -91,7 +91,7 @@ async function runServe(modelPath: string, flags: ServeFlags): Promise<void> {
       stopping = true;
       process.stderr.write(`toy: draining (new requests get 503; at most ${flags.drainTimeout} s for the running ones)\n`);
       void server.drain(flags.drainTimeout * 1000).then((cut) => {
-        process.stderr.write(cut > 0 ? `toy: drain timed out; ${cut} requests were cut off\n` : "toy: drained\n");
+        process.stderr.write(cut > 0 ? `toy: drain timed out; requests cut off: ${cut}\n` : "toy: drained\n");
         resolve();
       });
     };
