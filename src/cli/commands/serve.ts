@@ -35,7 +35,7 @@ export function serveCommand(): Command {
     .option("--port <n>", "TCP port (0: any free port)", int("--port", 0), 4567)
     .option("--host <addr>", "address to listen on (other than 127.0.0.1 exposes the server to the network)", "127.0.0.1")
     .option("--name <name>", "the model id clients ask for (default: the file name without .gguf)")
-    .option("--api-key <key>", "require \"Authorization: Bearer KEY\" on all but / and /health (default: $TOY_API_KEY, else none)")
+    .option("--api-key <key>", "require \"Authorization: Bearer KEY\" on all but /, /health, /ready and /metrics (default: $TOY_API_KEY, else none)")
     .option("--parallel <n>", "requests generating at once, each with its own KV cache", int("--parallel", 1), 4)
     .option("--queue <n>", "requests that may wait for a slot; more get 503", int("--queue", 0), 64)
     .option("--ctx <n>", `context (KV cache positions) per slot (default: the model's, at most ${DEFAULT_MAX_CTX})`, int("--ctx", 1))
