@@ -16,13 +16,13 @@ export interface GenerateOptions {
   /** Reuse a cache: the tokens it holds (`cachedIds`) that begin the prompt are not read again. */
   cache?: KVCache;
   cachedIds?: readonly number[];
-  /** Checked between tokens: stop as soon as it is aborted. */
-  signal?: AbortSignal;
   /**
    * The whole prompt is already in `cache` (a server read it in its own batches) and these are
    * the logits after its last token: the generation starts from them, with no forward here.
    */
   promptLogits?: Float32Array;
+  /** Checked between tokens: stop as soon as it is aborted. */
+  signal?: AbortSignal;
 }
 
 export type FinishReason = "stop" | "length" | "aborted";
