@@ -247,6 +247,13 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     app, scheduler, template, metrics, close,
     warmUp() {
       scheduler.warmUp(tokenizer.bos ?? 0);
+      // The first chat request also compiles the template and the tokenizer's paths.
+      try {
+        const ids = template.encode(parseMessages([{ role: "user", content: "Hi!" }], "messages"));
+        new TextStream(tokenizer, []).push(ids[ids.length - 1]);
+      } catch {
+        // a template that refuses this conversation: the first request compiles it
+      }
       warm = true;
     },
     async drain(timeoutMs) {
