@@ -90,6 +90,11 @@ test("topIds returns the k largest, best first", () => {
   const sorted = Array.from({ length: 1000 }, (_, i) => i).sort((a, b) => x[b] - x[a]);
   assert.deepEqual(topIds(x, 10), sorted.slice(0, 10));
   assert.deepEqual(topIds(x, 600), sorted.slice(0, 600));
+  // Ties go to the smaller index, whichever path (heap or sort) runs.
+  const ties = Float32Array.from({ length: 1000 }, (_, i) => [3, 1, 3, 2, -Infinity][i % 5]);
+  const order = Array.from({ length: 1000 }, (_, i) => i).sort((a, b) => ties[b] - ties[a] || a - b);
+  assert.deepEqual(topIds(ties, 40), order.slice(0, 40));
+  assert.deepEqual(topIds(ties, 900), order.slice(0, 900));
 });
 
 for (const device of devices) {

@@ -16,6 +16,11 @@ export interface GenerateOptions {
   /** Reuse a cache: the tokens it holds (`cachedIds`) that begin the prompt are not read again. */
   cache?: KVCache;
   cachedIds?: readonly number[];
+  /**
+   * The whole prompt is already in `cache` (a server read it in its own batches) and these are
+   * the logits after its last token: the generation starts from them, with no forward here.
+   */
+  promptLogits?: Float32Array;
   /** Checked between tokens: stop as soon as it is aborted. */
   signal?: AbortSignal;
 }
@@ -59,6 +64,16 @@ export class Generation {
     if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token", EXIT.usage);
     // A fresh cache holds just what this generation can reach: prompt + maxTokens, at most the context.
     this.cache = opts.cache ?? model.newCache(Math.min(model.contextLength, Math.max(prompt.length, prompt.length + opts.maxTokens)));
+    this.sampler = new Sampler(opts.sampling);
+    this.history = [...prompt];
+    this.cachedIds = [...prompt];
+    if (opts.promptLogits) {
+      if (this.cache.length !== prompt.length) throw new Error(`Generation: promptLogits given, but the cache holds ${this.cache.length} positions of a ${prompt.length}-token prompt`);
+      this.logits = opts.promptLogits;
+      this.promptMs = 0;
+      this.promptRead = 0;
+      return;
+    }
     // Keep what the cache already holds of this prompt; always re-read at least the last token.
     const keep = Math.min(commonPrefix(opts.cachedIds ?? [], prompt), prompt.length - 1);
     this.cache.truncate(opts.cache ? keep : 0);
@@ -66,9 +81,6 @@ export class Generation {
     if (prompt.length > Math.min(this.cache.capacity, model.contextLength)) {
       throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${Math.min(this.cache.capacity, model.contextLength)} tokens)`, EXIT.usage);
     }
-    this.sampler = new Sampler(opts.sampling);
-    this.history = [...prompt];
-    this.cachedIds = [...prompt];
     const t0 = performance.now();
     this.logits = model.forward(Int32Array.from(fresh), this.cache, "last").data;
     this.promptMs = performance.now() - t0;

@@ -103,9 +103,19 @@ export function topIds(x: ArrayLike<number>, k: number): number[] {
       i = m;
     }
   };
+  // Every index in the heap is smaller than i, so i beats the heap's worst exactly when its
+  // value is larger: one comparison per entry (a server samples a 49152-token vocabulary per token).
+  let floor = -Infinity;
   for (let i = 0; i < x.length; i++) {
-    if (heap.length < k) { heap.push(i); up(heap.length - 1); }
-    else if (better(i, heap[0])) { heap[0] = i; down(0); }
+    if (heap.length < k) {
+      heap.push(i);
+      up(heap.length - 1);
+      if (heap.length === k) floor = x[heap[0]];
+    } else if (x[i] > floor) {
+      heap[0] = i;
+      down(0);
+      floor = x[heap[0]];
+    }
   }
   return heap.sort((a, b) => (better(a, b) ? -1 : 1));
 }

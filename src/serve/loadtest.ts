@@ -1,15 +1,20 @@
 // A load measurement for `toy serve`: C clients at once, each streaming one completion, for
 // each C asked for. Reports aggregate generated tokens/s and time to first token.
 //
-//   node dist/src/serve/loadtest.js http://127.0.0.1:4567 MODEL [--clients 1,4,16] [--max-tokens 64] [--rounds 2]
+//   node dist/src/serve/loadtest.js http://127.0.0.1:4567 MODEL [--clients 1,4,16] [--max-tokens 64] [--rounds 2] [--distinct]
+//
+// Every client sends the same prompt unless --distinct gives each request its own start (then no
+// request finds its prompt in a slot's cache, as with real users' different prompts).
 
 interface Sample { ttftMs: number; tokens: number; ms: number }
 
-async function streamOne(url: string, model: string, maxTokens: number, seed: number): Promise<Sample> {
+const PROMPT = "Once upon a time, there was a little girl named Lily.";
+
+async function streamOne(url: string, model: string, maxTokens: number, seed: number, prompt = PROMPT): Promise<Sample> {
   const t0 = performance.now();
   const res = await fetch(`${url}/v1/completions`, {
     method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${process.env.TOY_API_KEY ?? ""}` },
-    body: JSON.stringify({ model, prompt: "Once upon a time, there was a little girl named Lily.", max_tokens: maxTokens, temperature: 0.8, seed, ignore_eos: true, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify({ model, prompt, max_tokens: maxTokens, temperature: 0.8, seed, ignore_eos: true, stream: true, stream_options: { include_usage: true } }),
   });
   if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
   let ttft = 0, tokens = 0, buffer = "";
@@ -33,11 +38,14 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function main(): Promise<void> {
   const [url, model, ...rest] = process.argv.slice(2);
-  if (!url || !model) throw new Error("usage: loadtest.js URL MODEL [--clients 1,4,16] [--max-tokens 64] [--rounds 2]");
+  if (!url || !model) throw new Error("usage: loadtest.js URL MODEL [--clients 1,4,16] [--max-tokens 64] [--rounds 2] [--distinct]");
   const flag = (name: string, dflt: string) => { const i = rest.indexOf(name); return i === -1 ? dflt : rest[i + 1]; };
   const clients = flag("--clients", "1,4,16").split(",").map(Number);
   const maxTokens = Number(flag("--max-tokens", "64"));
   const rounds = Number(flag("--rounds", "2"));
+  const distinct = rest.includes("--distinct");
+  let requests = 0;
+  const promptOf = () => (distinct ? `Story ${++requests}. ${PROMPT}` : PROMPT);
   await streamOne(url, model, 4, 0); // warm up
   console.log("| clients | aggregate tokens/s | per-client tokens/s | TTFT median (ms) | TTFT max (ms) |");
   console.log("|---:|---:|---:|---:|---:|");
@@ -46,7 +54,7 @@ async function main(): Promise<void> {
     const ttfts: number[] = [], perClient: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const t0 = performance.now();
-      const samples = await Promise.all(Array.from({ length: c }, (_, i) => streamOne(url, model, maxTokens, r * 100 + i)));
+      const samples = await Promise.all(Array.from({ length: c }, (_, i) => streamOne(url, model, maxTokens, r * 100 + i, promptOf())));
       wall += performance.now() - t0;
       for (const s of samples) {
         tokens += s.tokens;

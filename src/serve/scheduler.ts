@@ -1,13 +1,18 @@
 // The serving loop: a fixed set of slots, each with its own KV cache, and a bounded queue of
-// requests waiting for one. Every tick advances each active request by one step — a chunk of
-// its prompt, or one generated token — and then yields to the event loop, so sockets, timers
-// and new requests are served between tokens. All active requests are stepped in the same
-// tick, and all of them share one batched forward (every matrix product reads the weights once).
+// requests waiting for one. Every tick runs one batched forward (every matrix product reads the
+// weights once for all its rows): one row for each request that is generating, and, within a
+// budget of rows per tick, the next part of the prompts still being read, first come first
+// served. Then it yields to the event loop, so sockets, timers and new requests are served
+// between ticks.
+//
+// A request's answer does not depend on the others in the batch: each has its own cache and
+// its own seeded sampler, and the kernels compute every row the same way whatever the rows
+// around it (docs/serve.md, "Answers independent of load").
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
 import { Generation, type FinishReason } from "../engines/generate.js";
-import { topIds, type SamplingOptions } from "../engines/sampling.js";
+import { argmax, topIds, type SamplingOptions } from "../engines/sampling.js";
 import { logSumExp } from "../primitives/softmax.js";
 import { ApiError } from "./errors.js";
 import type { TokenLogprob } from "./textStream.js";
@@ -43,19 +48,26 @@ export interface SchedulerOptions {
   queueSize: number;
   /** Positions in each slot's KV cache. */
   contextSize: number;
-  /** Prompt tokens read per tick (a long prompt does not stall the others). */
-  prefillChunk?: number;
+  /**
+   * Rows per forward: one per generating request, the rest for prompts (so a long prompt is
+   * read over several ticks and never stalls the others for long). At least one prompt row runs
+   * per tick whatever the number of generating requests.
+   */
+  batchTokens?: number;
 }
+
+export const DEFAULT_BATCH_TOKENS = 128;
 
 interface Active {
   job: Job;
   resolve(r: JobResult): void;
   reject(e: unknown): void;
+  /** Admission order: prompts are read first come, first served. */
+  order: number;
   /** Prompt positions already in the cache. */
   read: number;
   cachedTokens: number;
   generation?: Generation;
-  tap: LogitsTap;
   t0: number;
   t1: number;
   onAbort(): void;
@@ -76,17 +88,13 @@ interface Waiting {
   onAbort(): void;
 }
 
-/** The model, remembering the logits of its last forward (to report log-probabilities). */
-type LogitsTap = LanguageModel & { lastLogits?: Float32Array };
-
-function tapLogits(model: LanguageModel): LogitsTap {
-  const tap = Object.create(model) as LogitsTap;
-  tap.forward = (ids, cache, logits) => {
-    const out = model.forward(ids, cache, logits);
-    tap.lastLogits = out.data;
-    return out;
-  };
-  return tap;
+/** One sequence's rows in a tick's forward. */
+interface Row {
+  slot: Slot;
+  a: Active;
+  ids: number[];
+  /** A generated token (else a part of the prompt). */
+  decode: boolean;
 }
 
 /** log p(id) and the k most likely tokens, from one row of logits. */
@@ -106,19 +114,22 @@ export class Scheduler {
   private queue: Waiting[] = [];
   private ticking = false;
   private closed = false;
-  private readonly prefillChunk: number;
+  private draining = false;
+  private admitted = 0;
+  private readonly batchTokens: number;
+  private idleWaiters: (() => void)[] = [];
   /** Counters for /health. */
   completed = 0;
   aborted = 0;
 
   constructor(private model: LanguageModel, readonly opts: SchedulerOptions) {
     this.slots = Array.from({ length: opts.parallel }, (_, index) => ({ index, cachedIds: [] }));
-    this.prefillChunk = opts.prefillChunk ?? 32;
+    this.batchTokens = opts.batchTokens ?? DEFAULT_BATCH_TOKENS;
   }
 
   /** Start a job (or queue it). Throws a 503 ApiError, synchronously, when the queue is full. */
   submit(job: Job): Promise<JobResult> {
-    if (this.closed) throw new ApiError(503, "the server is shutting down", "server_error", null, "unavailable");
+    if (this.closed || this.draining) throw new ApiError(503, "the server is shutting down; send the request to another replica", "server_error", null, "unavailable");
     if (job.prompt.length === 0) throw new ApiError(400, "the prompt is empty", "invalid_request_error");
     if (job.prompt.length > this.opts.contextSize) {
       throw new ApiError(400, `the prompt (${job.prompt.length} tokens) is longer than the context (${this.opts.contextSize} tokens)`, "invalid_request_error", "messages", "context_length_exceeded");
@@ -133,7 +144,7 @@ export class Scheduler {
         job, resolve, reject,
         onAbort: () => {
           const i = this.queue.indexOf(waiting);
-          if (i !== -1) { this.queue.splice(i, 1); this.aborted++; resolve(this.abortedResult(job)); }
+          if (i !== -1) { this.queue.splice(i, 1); this.aborted++; resolve(this.abortedResult(job)); this.notifyIdle(); }
         },
       };
       job.signal.addEventListener("abort", waiting.onAbort, { once: true });
@@ -147,11 +158,55 @@ export class Scheduler {
     return { slots: this.opts.parallel, slots_busy: busy, slots_idle: this.opts.parallel - busy, queued: this.queue.length, queue_size: this.opts.queueSize, completed: this.completed, aborted: this.aborted };
   }
 
+  /** KV-cache positions filled (in the busy slots, and in all slots counting kept prefixes) and allocated. */
+  cacheUse(): { busy: number; kept: number; capacity: number } {
+    let busy = 0, kept = 0;
+    for (const s of this.slots) {
+      const n = s.cache?.length ?? 0;
+      kept += n;
+      if (s.active) busy += n;
+    }
+    return { busy, kept, capacity: this.opts.parallel * this.opts.contextSize };
+  }
+
+  /**
+   * Touch everything the first request would: allocate every slot's cache, run the weights
+   * through a one-row forward and a batch of one row per slot (page in the memory-mapped file,
+   * compile the code paths of both shapes), then forget those positions.
+   */
+  warmUp(token = 0): void {
+    for (const s of this.slots) s.cache ??= this.model.newCache(this.opts.contextSize);
+    const one = this.model.forward(Int32Array.of(token), this.slots[0].cache!, "last");
+    argmax(one.data);
+    this.slots[0].cache!.truncate(0);
+    this.model.forwardBatch(this.slots.map((s) => ({ ids: Int32Array.of(token), cache: s.cache! })));
+    for (const s of this.slots) s.cache!.truncate(0);
+  }
+
+  /** Refuse new jobs (503) and let the running and waiting ones finish; resolves when none is left. */
+  drain(): Promise<void> {
+    this.draining = true;
+    return new Promise((resolve) => {
+      this.idleWaiters.push(resolve);
+      this.notifyIdle();
+    });
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
   /** Refuse new jobs and end the running and waiting ones. */
   close(): void {
     this.closed = true;
     for (const w of this.queue.splice(0)) w.resolve(this.abortedResult(w.job));
     for (const s of this.slots) if (s.active) this.release(s, "aborted");
+    this.notifyIdle();
+  }
+
+  private notifyIdle(): void {
+    if (this.queue.length > 0 || this.slots.some((s) => s.active)) return;
+    for (const w of this.idleWaiters.splice(0)) w();
   }
 
   /** Give waiting jobs the idle slots: the one whose cache already holds most of the prompt. */
@@ -180,8 +235,8 @@ export class Scheduler {
     const keep = slot.cache.truncate(Math.min(shared, prompt.length - 1));
     slot.cachedIds.length = keep;
     const active: Active = {
-      job: w.job, resolve: w.resolve, reject: w.reject, read: keep, cachedTokens: keep,
-      tap: tapLogits(this.model), t0: performance.now(), t1: 0,
+      job: w.job, resolve: w.resolve, reject: w.reject, order: this.admitted++, read: keep, cachedTokens: keep,
+      t0: performance.now(), t1: 0,
       onAbort: () => this.release(slot, "aborted"),
     };
     slot.active = active;
@@ -194,42 +249,77 @@ export class Scheduler {
     setImmediate(() => this.tick());
   }
 
-  /**
-   * One step for every active request, all in one batched forward: a chunk of prompt for those
-   * still reading, one token for those generating. Each sequence keeps its own cache.
-   */
+  /** One batched forward: a token for every generating request, then prompt rows within the budget. */
   private tick(): void {
     this.ticking = false;
-    const work: { slot: Slot; a: Active; ids: number[]; decode: boolean }[] = [];
+    const rows = this.plan();
+    if (rows.length > 0) {
+      try {
+        const logits = this.model.forwardBatch(rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! })));
+        const V = this.model.nVocab;
+        rows.forEach((r, i) => this.advance(r, logits.data.subarray(i * V, (i + 1) * V)));
+      } catch (e) {
+        for (const r of rows) if (r.slot.active === r.a) this.fail(r.slot, e);
+      }
+    }
+    this.schedule();
+  }
+
+  /** The rows of this tick, decided request by request (a request may also end here). */
+  private plan(): Row[] {
+    const rows: Row[] = [];
+    const reading: { slot: Slot; a: Active }[] = [];
     for (const slot of this.slots) {
       const a = slot.active;
       if (!a) continue;
+      if (a.job.signal.aborted) { this.release(slot, "aborted"); continue; }
+      if (!a.generation) { reading.push({ slot, a }); continue; }
       try {
-        const ids = this.nextIds(slot, a);
-        if (ids) work.push({ slot, a, ids: ids.ids, decode: ids.decode });
+        const id = a.generation.next(); // samples, emits the token (the client sees it now)
+        if (id === null) this.release(slot, a.generation.finishReason);
+        else rows.push({ slot, a, ids: [id], decode: true });
       } catch (e) {
         this.fail(slot, e);
       }
     }
-    if (work.length > 0) {
-      try {
-        const logits = this.model.forwardBatch(work.map((w) => ({ ids: Int32Array.from(w.ids), cache: w.slot.cache! })));
-        const V = this.model.nVocab;
-        work.forEach((w, i) => {
-          const row = logits.data.slice(i * V, (i + 1) * V);
-          if (w.decode) {
-            w.a.tap.lastLogits = row;
-            w.a.generation!.accept(row);
-          } else {
-            w.a.read += w.ids.length;
-            w.slot.cachedIds.push(...w.ids);
-          }
-        });
-      } catch (e) {
-        for (const w of work) this.fail(w.slot, e);
-      }
+    // Prompts first come, first served: the earliest gets its first token soonest.
+    let budget = Math.max(1, this.batchTokens - rows.length);
+    reading.sort((x, y) => x.a.order - y.a.order);
+    for (const { slot, a } of reading) {
+      if (budget === 0) break;
+      if (slot.active !== a) continue; // ended above (a failed forward releases every row)
+      const n = Math.min(budget, a.job.prompt.length - a.read);
+      rows.push({ slot, a, ids: a.job.prompt.slice(a.read, a.read + n), decode: false });
+      budget -= n;
     }
-    this.schedule();
+    return rows;
+  }
+
+  /** Hand a row's logits to its request: the next token's distribution, or the prompt read on. */
+  private advance(r: Row, logits: Float32Array): void {
+    const { slot, a } = r;
+    if (slot.active !== a) return;
+    if (r.decode) {
+      a.generation!.accept(logits);
+      return;
+    }
+    a.read += r.ids.length;
+    slot.cachedIds.push(...r.ids);
+    if (a.read < a.job.prompt.length) return;
+    // The whole prompt is in the cache; its last row's logits give the first token.
+    const job = a.job;
+    try {
+      const g: Generation = new Generation(this.model, job.prompt, {
+        maxTokens: job.maxTokens ?? Number.MAX_SAFE_INTEGER, sampling: job.sampling, stopIds: job.stopIds,
+        cache: slot.cache!, signal: job.signal, promptLogits: logits,
+        onToken: (id) => job.onToken(id, job.topLogprobs !== undefined ? logprobsOf(g.currentLogits, id, job.topLogprobs) : undefined),
+      });
+      a.generation = g;
+      a.t1 = performance.now();
+      slot.cachedIds = g.cachedIds;
+    } catch (e) {
+      this.fail(slot, e);
+    }
   }
 
   private fail(slot: Slot, e: unknown): void {
@@ -237,36 +327,7 @@ export class Scheduler {
     this.reset(slot);
     if (a) a.reject(e);
     this.fill();
-  }
-
-  /** What a request runs through the model this tick (null: nothing, it just started or ended). */
-  private nextIds(slot: Slot, a: Active): { ids: number[]; decode: boolean } | null {
-    const job = a.job, prompt = job.prompt, cache = slot.cache!;
-    if (job.signal.aborted) {
-      this.release(slot, "aborted");
-      return null;
-    }
-    if (a.read < prompt.length - 1) {
-      // Read the prompt, all but its last token, a chunk per tick.
-      return { ids: prompt.slice(a.read, Math.min(a.read + this.prefillChunk, prompt.length - 1)), decode: false };
-    }
-    if (!a.generation) {
-      // The last prompt token gives the first token's logits.
-      a.generation = new Generation(a.tap, prompt, {
-        maxTokens: job.maxTokens ?? Number.MAX_SAFE_INTEGER, sampling: job.sampling, stopIds: job.stopIds,
-        cache, cachedIds: slot.cachedIds, signal: job.signal,
-        onToken: (id) => job.onToken(id, job.topLogprobs !== undefined && a.tap.lastLogits ? logprobsOf(a.tap.lastLogits, id, job.topLogprobs) : undefined),
-      });
-      a.t1 = performance.now();
-      slot.cachedIds = a.generation.cachedIds;
-      return null;
-    }
-    const id = a.generation.next();
-    if (id === null) {
-      this.release(slot, a.generation.finishReason);
-      return null;
-    }
-    return { ids: [id], decode: true };
+    this.notifyIdle();
   }
 
   /** The job is over: answer it and give its slot (and cache) to the next one waiting. */
@@ -285,6 +346,7 @@ export class Scheduler {
       promptMs: (a.t1 || now) - a.t0, generateMs: a.t1 ? now - a.t1 : 0,
     });
     this.fill();
+    this.notifyIdle();
   }
 
   private reset(slot: Slot): void {

@@ -3,7 +3,9 @@
 //   GET  /v1/models               the one model served
 //   POST /v1/chat/completions     messages → the model's chat template → an answer
 //   POST /v1/completions          a prompt (text or token ids) → its continuation
-//   GET  /health                  {"status": "ok", slots, queue}
+//   GET  /health                  liveness: {"status": "ok", slots, queue}
+//   GET  /ready                   readiness: 200 once warmed up, 503 while draining
+//   GET  /metrics                 Prometheus text format (metrics.ts)
 //   GET  /                        a small chat page
 //
 // Requests run on the Scheduler (slots with their own KV caches, a bounded queue); this file
@@ -17,6 +19,7 @@ import { UsageError } from "../errors.js";
 import { chatTemplateFor, parseMessages, type ChatTemplate } from "../io/chat/template.js";
 import type { Tokenizer } from "../io/tokenizer/index.js";
 import { ApiError, fromFrameworkError, invalid, notFound } from "./errors.js";
+import { serveMetrics, type ServeMetrics } from "./metrics.js";
 import { chatPage } from "./page.js";
 import { chatSchema, completionSchema, settingsFrom, type ChatBody, type CompletionBody, type GenerationSettings } from "./request.js";
 import { Scheduler, type JobResult } from "./scheduler.js";
@@ -34,7 +37,8 @@ export interface ServeOptions {
   bodyLimit: number;
   /** Reported as system_fingerprint. */
   fingerprint: string;
-  prefillChunk?: number;
+  /** Rows per batched forward (scheduler.ts). */
+  batchTokens?: number;
 }
 
 type Kind = "chat" | "completion";
@@ -43,14 +47,28 @@ export interface ToyServer {
   app: FastifyInstance;
   scheduler: Scheduler;
   template: ChatTemplate;
+  metrics: ServeMetrics;
+  /** Run the model once before the first request (see Scheduler.warmUp); /ready answers 200 after it. */
+  warmUp(): void;
+  /**
+   * Stop taking requests (503, /ready 503) and let those running finish, for at most
+   * `timeoutMs`; then close. Resolves with the number of requests cut off by the timeout.
+   */
+  drain(timeoutMs: number): Promise<number>;
+  /** End everything now: running generations are aborted, connections closed. */
   close(): Promise<void>;
 }
 
 export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: ServeOptions): ToyServer {
   const template = chatTemplateFor(model.file.metadata, tokenizer);
   const scheduler = new Scheduler(model, {
-    parallel: opts.parallel, queueSize: opts.queueSize, contextSize: opts.contextSize, prefillChunk: opts.prefillChunk,
+    parallel: opts.parallel, queueSize: opts.queueSize, contextSize: opts.contextSize, batchTokens: opts.batchTokens,
   });
+  const metrics = serveMetrics(scheduler, opts.name);
+  let warm = false;
+  /** Generation requests whose response has not ended (a drain waits for them). */
+  let inFlight = 0;
+  const inFlightWaiters: (() => void)[] = [];
   const created = Math.floor(Date.now() / 1000);
   const tokenText = tokenTexts(tokenizer);
 
@@ -69,11 +87,22 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     void reply.status(404).send(err.body());
   });
 
+  // Every response is counted by route and status when it ends (streams too, and clients that left).
+  app.addHook("onRequest", async (req, reply) => {
+    const route = req.routeOptions.url ?? "unknown";
+    const generating = req.method === "POST" && route.startsWith("/v1/");
+    if (generating) inFlight++;
+    reply.raw.once("close", () => {
+      metrics.request(route, reply.raw.statusCode);
+      if (generating && --inFlight === 0) for (const w of inFlightWaiters.splice(0)) w();
+    });
+  });
+
   if (opts.apiKey !== undefined) {
     const want = createHash("sha256").update(`Bearer ${opts.apiKey}`).digest();
     // Everything but the page and /health needs the key (decided by the route matched, not by
     // the raw URL, so no spelling of a path slips past).
-    const open = new Set(["/", "/health"]);
+    const open = new Set(["/", "/health", "/ready", "/metrics"]);
     app.addHook("onRequest", async (req) => {
       if (req.routeOptions.url !== undefined && open.has(req.routeOptions.url)) return;
       const got = createHash("sha256").update(req.headers.authorization ?? "").digest();
@@ -94,6 +123,11 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
 
   app.get("/", async (_req, reply) => reply.type("text/html; charset=utf-8").send(chatPage(opts.name)));
   app.get("/health", async () => ({ status: "ok", model: opts.name, ...scheduler.stats() }));
+  app.get("/ready", async (_req, reply) => {
+    const status = scheduler.isDraining ? "draining" : warm ? "ready" : "warming up";
+    return reply.status(status === "ready" ? 200 : 503).send({ status, model: opts.name });
+  });
+  app.get("/metrics", async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   app.get("/v1/models", async () => ({ object: "list", data: [modelCard()] }));
   app.get<{ Params: { model: string } }>("/v1/models/:model", async (req) => {
     checkModel(req.params.model);
@@ -138,6 +172,8 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     reply.raw.on("close", () => { if (!reply.raw.writableFinished) abort.abort(); });
     const logprobs: TokenLogprob[] = [];
     let sse: ServerResponse | undefined;
+    const arrived = performance.now();
+    let lastToken = 0;
 
     if (prompt.length > opts.contextSize) {
       throw invalid(`the prompt (${prompt.length} tokens) is longer than the context (${opts.contextSize} tokens)`, kind === "chat" ? "messages" : "prompt", "context_length_exceeded");
@@ -155,12 +191,17 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     const done = scheduler.submit({
       prompt, maxTokens: settings.maxTokens, sampling: settings.sampling, stopIds, topLogprobs: settings.topLogprobs, signal: abort.signal,
       onToken: (tok, lp) => {
+        const now = performance.now();
+        if (lastToken === 0) metrics.firstToken((now - arrived) / 1000);
+        else metrics.nextToken((now - lastToken) / 1000);
+        lastToken = now;
         const piece = text.push(tok, lp);
         if (sse && (piece.text !== "" || piece.logprobs.length > 0)) send(piece, null);
         else logprobs.push(...piece.logprobs);
         if (text.stopped) return false;
       },
     }); // throws 503 / 400 here, before anything is sent
+    done.then((r) => metrics.generation(r.promptTokens, r.cachedTokens, r.tokens.length, r.finishReason), () => {});
 
     if (settings.stream) {
       reply.hijack();
@@ -198,11 +239,34 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     };
   }
 
+  const close = async () => {
+    scheduler.close();
+    await app.close();
+  };
   return {
-    app, scheduler, template,
-    async close() {
-      scheduler.close();
-      await app.close();
+    app, scheduler, template, metrics, close,
+    warmUp() {
+      scheduler.warmUp(tokenizer.bos ?? 0);
+      // The first chat request also compiles the template and the tokenizer's paths.
+      try {
+        const ids = template.encode(parseMessages([{ role: "user", content: "Hi!" }], "messages"));
+        new TextStream(tokenizer, []).push(ids[ids.length - 1]);
+      } catch {
+        // a template that refuses this conversation: the first request compiles it
+      }
+      warm = true;
+    },
+    async drain(timeoutMs) {
+      const finished = scheduler.drain().then(() => inFlight === 0 ? undefined : new Promise<void>((r) => inFlightWaiters.push(r)));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        finished.then(() => false),
+        new Promise<boolean>((r) => { timer = setTimeout(() => r(true), timeoutMs); }),
+      ]);
+      clearTimeout(timer);
+      const cut = timedOut ? scheduler.stats().slots_busy + scheduler.stats().queued : 0;
+      await close();
+      return cut;
     },
   };
 }

@@ -3,8 +3,9 @@
 import { basename } from "node:path";
 import { Command } from "commander";
 import { UsageError } from "../../errors.js";
+import { DEFAULT_BATCH_TOKENS } from "../../serve/scheduler.js";
 import { createServer } from "../../serve/server.js";
-import { int, openModel } from "../common.js";
+import { float, int, openModel } from "../common.js";
 import { defaultModelPath } from "../../io/discovery/modelNames.js";
 import { toyVersion } from "../program.js";
 import { backendOptions, cacheTypeOption } from "./options.js";
@@ -18,6 +19,8 @@ export interface ServeFlags {
   queue: number;
   ctx?: number;
   bodyLimit: number;
+  batchTokens: number;
+  drainTimeout: number;
   backend?: string;
   threads?: number;
 }
@@ -32,11 +35,13 @@ export function serveCommand(): Command {
     .option("--port <n>", "TCP port (0: any free port)", int("--port", 0), 4567)
     .option("--host <addr>", "address to listen on (other than 127.0.0.1 exposes the server to the network)", "127.0.0.1")
     .option("--name <name>", "the model id clients ask for (default: the file name without .gguf)")
-    .option("--api-key <key>", "require \"Authorization: Bearer KEY\" on all but / and /health (default: $TOY_API_KEY, else none)")
+    .option("--api-key <key>", "require \"Authorization: Bearer KEY\" on all but /, /health, /ready and /metrics (default: $TOY_API_KEY, else none)")
     .option("--parallel <n>", "requests generating at once, each with its own KV cache", int("--parallel", 1), 4)
     .option("--queue <n>", "requests that may wait for a slot; more get 503", int("--queue", 0), 64)
     .option("--ctx <n>", `context (KV cache positions) per slot (default: the model's, at most ${DEFAULT_MAX_CTX})`, int("--ctx", 1))
-    .option("--body-limit <bytes>", "largest request body; larger ones get 413", int("--body-limit", 1024), 1 << 20);
+    .option("--body-limit <bytes>", "largest request body; larger ones get 413", int("--body-limit", 1024), 1 << 20)
+    .option("--batch-tokens <n>", "rows per batched forward: one per generating request, the rest read prompts", int("--batch-tokens", 1), DEFAULT_BATCH_TOKENS)
+    .option("--drain-timeout <seconds>", "on SIGTERM: refuse new requests, let running ones finish for at most this long, then exit 0", float("--drain-timeout", 0), 30);
   backendOptions(cmd);
   cacheTypeOption(cmd);
   return cmd.action((modelPath: string | undefined, flags: ServeFlags) => runServe(modelPath ?? defaultModelPath(), flags));
@@ -57,9 +62,14 @@ async function runServe(modelPath: string, flags: ServeFlags): Promise<void> {
     queueSize: flags.queue,
     contextSize: flags.ctx ?? Math.min(model.contextLength, DEFAULT_MAX_CTX),
     bodyLimit: flags.bodyLimit,
+    batchTokens: flags.batchTokens,
     fingerprint: `toy-${toyVersion()}-${model.device}`,
   });
   if (server.template.isFallback) process.stderr.write("toy: the model has no chat template; chat uses ChatML\n");
+  // Before listening: the first request must not pay for paging in the weights.
+  const t0 = performance.now();
+  server.warmUp();
+  const warmMs = performance.now() - t0;
   let address: string;
   try {
     address = await server.app.listen({ port: flags.port, host: flags.host });
@@ -67,14 +77,26 @@ async function runServe(modelPath: string, flags: ServeFlags): Promise<void> {
     const code = (e as NodeJS.ErrnoException).code;
     throw new UsageError(`cannot listen on ${flags.host}:${flags.port}${code ? ` (${code})` : ""}: ${(e as Error).message}`);
   }
-  process.stderr.write(`toy: serving ${name} on ${address} (${model.device} backend, ${flags.parallel} slots)\n`);
+  process.stderr.write(`toy: serving ${name} on ${address} (${model.device} backend, ${flags.parallel} slots, warmed up in ${warmMs.toFixed(0)} ms)\n`);
   await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
+    // SIGTERM drains (a load balancer or orchestrator stopping a replica); SIGINT (Ctrl-C), or a
+    // second signal, stops at once.
+    let stopping = false;
+    const now = () => {
+      process.off("SIGINT", now);
+      process.off("SIGTERM", drain);
       void server.close().then(resolve);
     };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    const drain = () => {
+      if (stopping) return now();
+      stopping = true;
+      process.stderr.write(`toy: draining (new requests get 503; at most ${flags.drainTimeout} s for the running ones)\n`);
+      void server.drain(flags.drainTimeout * 1000).then((cut) => {
+        process.stderr.write(cut > 0 ? `toy: drain timed out; requests cut off: ${cut}\n` : "toy: drained\n");
+        resolve();
+      });
+    };
+    process.on("SIGINT", now);
+    process.on("SIGTERM", drain);
   });
 }
