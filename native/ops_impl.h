@@ -14,6 +14,12 @@ static void NAME(swiglu)(const float *g, const float *u, float *o, int64_t n) {
   int64_t i = 0;
 #if IMPL_AVX2
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(vsilu(_mm256_loadu_ps(g + i)), _mm256_loadu_ps(u + i)));
+  if (i < n) { // the tail through the same vector formula: a value's bits must not depend on where it sits
+    float gt[8] = {0}, ut[8] = {0}, ot[8];
+    memcpy(gt, g + i, (size_t)(n - i) * 4); memcpy(ut, u + i, (size_t)(n - i) * 4);
+    _mm256_storeu_ps(ot, _mm256_mul_ps(vsilu(_mm256_loadu_ps(gt)), _mm256_loadu_ps(ut)));
+    memcpy(o + i, ot, (size_t)(n - i) * 4); i = n;
+  }
 #endif
   for (; i < n; i++) o[i] = NAME(silu1)(g[i]) * u[i];
 }
@@ -21,6 +27,12 @@ static void NAME(geglu)(const float *g, const float *u, float *o, int64_t n) {
   int64_t i = 0;
 #if IMPL_AVX2
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(vgelu(_mm256_loadu_ps(g + i)), _mm256_loadu_ps(u + i)));
+  if (i < n) { // the tail through the same vector formula (see swiglu)
+    float gt[8] = {0}, ut[8] = {0}, ot[8];
+    memcpy(gt, g + i, (size_t)(n - i) * 4); memcpy(ut, u + i, (size_t)(n - i) * 4);
+    _mm256_storeu_ps(ot, _mm256_mul_ps(vgelu(_mm256_loadu_ps(gt)), _mm256_loadu_ps(ut)));
+    memcpy(o + i, ot, (size_t)(n - i) * 4); i = n;
+  }
 #endif
   for (; i < n; i++) o[i] = NAME(gelu1)(g[i]) * u[i];
 }
@@ -28,6 +40,12 @@ static void NAME(gelu)(const float *x, float *o, int64_t n) {
   int64_t i = 0;
 #if IMPL_AVX2
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, vgelu(_mm256_loadu_ps(x + i)));
+  if (i < n) { // the tail through the same vector formula (see swiglu)
+    float xt[8] = {0}, ot[8];
+    memcpy(xt, x + i, (size_t)(n - i) * 4);
+    _mm256_storeu_ps(ot, vgelu(_mm256_loadu_ps(xt)));
+    memcpy(o + i, ot, (size_t)(n - i) * 4); i = n;
+  }
 #endif
   for (; i < n; i++) o[i] = NAME(gelu1)(x[i]);
 }
