@@ -6,6 +6,7 @@ import { norm } from "../blocks/norm.js";
 import { transformerBlock } from "../blocks/transformerBlock.js";
 import { embedding, gatherRows, matmul, scale, softcap } from "../primitives/index.js";
 import { llamaLikeConfig } from "./llama.js";
+import { windowPatternOf } from "./config.js";
 import type { Architecture } from "./model.js";
 import { Metadata } from "../io/gguf/metadata.js";
 
@@ -20,7 +21,7 @@ export const gemma2: Architecture = {
         ...c.attention,
         softcap: m.number("gemma2.attn_logit_softcapping", 50),
         window: m.count("gemma2.attention.sliding_window", 4096),
-        windowLayers: "even",
+        windowPattern: windowPatternOf(m, "gemma2", c.nLayer, 2),
       },
       ffn: { ...c.ffn, kind: "geglu" },
       embedScale: Math.sqrt(c.nEmbd),
@@ -29,6 +30,7 @@ export const gemma2: Architecture = {
     };
   },
 
+  // (Gemma 3 runs this forward too, with no final soft-cap unless its file sets one.)
   //   x = √d · E[ids]                                                [T, d]
   //   for each layer:  x = x + postNorm(Attn(norm(x))),  x = x + postNorm(GeGLU(norm(x)))
   //   logits = cap · tanh(norm(x) Wₒᵤₜᵀ / cap)                        [T, vocab]
@@ -38,6 +40,7 @@ export const gemma2: Architecture = {
       x = transformerBlock(x, block, w.blockConfigs[l], segments, l, positions);           // [T, d]
     });
     if (lastRows) x = gatherRows(x, lastRows);                                     // [S, d]
-    return softcap(matmul(norm(x, w.outputNorm), w.output), c.finalSoftcap);        // [T|S, vocab]
+    const logits = matmul(norm(x, w.outputNorm), w.output);                        // [T|S, vocab]
+    return c.finalSoftcap > 0 ? softcap(logits, c.finalSoftcap) : logits;
   },
 };

@@ -8,7 +8,7 @@ import type { NormWeights } from "../blocks/norm.js";
 import type { FeedForwardWeights } from "../blocks/feedForward.js";
 import { ropeInvFreq, type RopeConfig } from "../primitives/index.js";
 import { sliceWeightRows, type Weight } from "../tensor/weight.js";
-import type { ModelConfig } from "./config.js";
+import { isSlidingLayer, layerRope, type ModelConfig } from "./config.js";
 import type { ModelWeights } from "./weights.js";
 
 export interface DecoderWeights {
@@ -89,28 +89,33 @@ function loadBlock(w: ModelWeights, l: number, c: ModelConfig): BlockWeights {
   return block;
 }
 
-function attentionConfig(c: ModelConfig, l: number, rope: RopeConfig | null, invFreq: Float32Array): AttentionConfig {
-  const a = c.attention;
-  const windowed = a.window > 0 && (a.windowLayers === "all" || l % 2 === 0);
+/** Layer l's attention: its window and its RoPE follow `isSlidingLayer` (archs/config.ts).
+ *  `invFreqs` holds one frequency table per distinct RoPE, shared by the layers that use it. */
+function attentionConfig(c: ModelConfig, l: number, freqFactors: Float32Array | null, invFreqs: Map<string, Float32Array>): AttentionConfig {
+  const a = c.attention, r = layerRope(c, l);
+  const rope: RopeConfig | null = c.rope && r && { base: r.base, dims: c.rope.dims, style: c.rope.style, freqScale: r.freqScale, freqFactors };
+  let invFreq: Float32Array = new Float32Array(0);
+  if (rope) {
+    const key = `${rope.base} ${rope.freqScale}`;
+    invFreq = invFreqs.get(key) ?? ropeInvFreq(rope);
+    invFreqs.set(key, invFreq);
+  }
   return {
     heads: c.nHead, kvHeads: c.nKVHead, headDim: c.headDim, rope, invFreq,
     qkNorm: a.qkNorm, normEps: c.norm.eps,
-    attn: { scale: a.scale, softcap: a.softcap, window: windowed ? a.window : 0, causal: true },
+    attn: { scale: a.scale, softcap: a.softcap, window: isSlidingLayer(c, l) ? a.window : 0, causal: true },
   };
 }
 
 export function loadDecoder(w: ModelWeights, c: ModelConfig): DecoderWeights {
   const tokenEmbd = w.need("token_embd.weight", [c.nEmbd, c.nVocab]);
-  const rope: RopeConfig | null = c.rope && {
-    ...c.rope,
-    freqFactors: c.rope.freqFactors ? w.vector("rope_freqs.weight", c.rope.dims / 2) : null,
-  };
-  const invFreq = rope ? ropeInvFreq(rope) : new Float32Array(0);
+  const freqFactors = c.rope?.freqFactors ? w.vector("rope_freqs.weight", c.rope.dims / 2) : null;
+  const invFreqs = new Map<string, Float32Array>();
   return {
     tokenEmbd,
     positionEmbd: c.rope ? undefined : w.need("position_embd.weight", [c.nEmbd, c.contextLength]),
     blocks: Array.from({ length: c.nLayer }, (_, l) => loadBlock(w, l, c)),
-    blockConfigs: Array.from({ length: c.nLayer }, (_, l) => ({ attn: attentionConfig(c, l, rope, invFreq), ffn: c.ffn.kind, expertsUsed: c.ffn.expertsUsed })),
+    blockConfigs: Array.from({ length: c.nLayer }, (_, l) => ({ attn: attentionConfig(c, l, freqFactors, invFreqs), ffn: c.ffn.kind, expertsUsed: c.ffn.expertsUsed })),
     outputNorm: loadNorm(w, "output_norm", c),
     output: c.tiedOutput ? tokenEmbd : w.need("output.weight", [c.nEmbd, c.nVocab]),
   };

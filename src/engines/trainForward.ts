@@ -3,7 +3,7 @@
 // forward (archs/llama.ts, gemma2.ts, gpt2.ts and blocks/) line for line, reading the same
 // ModelConfig, with float32 parameters keyed by their GGUF tensor names.
 
-import type { ModelConfig } from "../archs/config.js";
+import { isSlidingLayer, type ModelConfig } from "../archs/config.js";
 import { Tape, type Var } from "../autograd/tape.js";
 import type { TrainKernels } from "../autograd/kernels/index.js";
 import {
@@ -135,9 +135,8 @@ function selfAttention(x: Var, P: ParamVars, b: string, l: number, c: ModelConfi
     q = rope(q, positions, invFreq, c.rope.dims, c.rope.style);
     k = rope(k, positions, invFreq, c.rope.dims, c.rope.style);
   }
-  const windowed = a.window > 0 && (a.windowLayers === "all" || l % 2 === 0);
   const out = attention(q, k, v, { batch: batch.batch, seq: batch.seq, heads: H, kvHeads: KV, headDim: D },
-    { scale: a.scale, softcap: a.softcap, window: windowed ? a.window : 0, causal: true });  // [N, H·D]
+    { scale: a.scale, softcap: a.softcap, window: isSlidingLayer(c, l) ? a.window : 0, causal: true });  // [N, H·D]
   return linear(out, P.get(`${b}.attn_output.weight`), a.outBias ? P.get(`${b}.attn_output.bias`) : null); // [N, d]
 }
 
@@ -147,14 +146,17 @@ export function trainingForward(tape: Tape, c: ModelConfig, params: Parameters, 
   if (input.length !== B * T) throw new RangeError(`training: batch of ${B}×${T} needs ${B * T} ids, got ${input.length}`);
   const P = new ParamVars(tape, params, setup);
   const positions = new Int32Array(B * T).map((_, i) => i % T);
-  const invFreq = c.rope ? ropeFrequencies(tape, c.rope, c.rope.freqFactors ? P.get("rope_freqs.weight") : null) : null;
+  const factors = c.rope?.freqFactors ? P.get("rope_freqs.weight") : null;
+  const invFreq = c.rope ? ropeFrequencies(tape, c.rope, factors) : null;
+  const slidingInvFreq = c.rope?.sliding ? ropeFrequencies(tape, { ...c.rope, ...c.rope.sliding }, factors) : invFreq;
 
   let x = embedding(P.get("token_embd.weight"), input);             // [N, d]
   if (c.embedScale !== 1) x = scale(x, c.embedScale);
   if (!c.rope) x = add(x, embedding(P.get("position_embd.weight"), positions));
   for (let l = 0; l < c.nLayer; l++) {
     const b = `blk.${l}`;
-    let h = selfAttention(norm(x, P, `${b}.attn_norm`, c), P, b, l, c, batch, positions, invFreq);
+    const layerInvFreq = isSlidingLayer(c, l) ? slidingInvFreq : invFreq; // Gemma 3: local layers rotate with their own base
+    let h = selfAttention(norm(x, P, `${b}.attn_norm`, c), P, b, l, c, batch, positions, layerInvFreq);
     if (c.postNorms) h = norm(h, P, `${b}.post_attention_norm`, c);
     x = add(x, h);
     const g = norm(x, P, `${b}.ffn_norm`, c);
