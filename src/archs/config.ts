@@ -119,7 +119,7 @@ export function ropeConfig(file: GGUFFile, m: Metadata, arch: string, headDim: n
 export function windowPatternOf(m: Metadata, arch: string, nLayer: number, fallback: number): number {
   const key = `${arch}.attention.sliding_window_pattern`;
   const v = m.get(key);
-  if (v === undefined || typeof v === "number" || typeof v === "bigint") return m.count(key, fallback, nLayer + 1);
+  if (v === undefined || typeof v === "number" || typeof v === "bigint") return m.count(key, fallback);
   const flags = Array.isArray(v) ? v : ArrayBuffer.isView(v) ? Array.from(v as ArrayLike<number>) : null;
   if (!flags || flags.length !== nLayer || flags.some((f) => typeof f !== "boolean" && typeof f !== "number")) {
     throw new ModelFileError(`${m.path}: metadata ${key} is not a whole number or ${nLayer} per-layer flags`);

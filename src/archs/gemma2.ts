@@ -17,6 +17,8 @@ export const gemma2: Architecture = {
     const m = new Metadata(file.metadata, file.path);
     return {
       ...c,
+      // llama.cpp: sliding layers rotate like the others unless the file gives their base.
+      rope: c.rope && { ...c.rope, sliding: m.has("gemma2.rope.freq_base_swa") ? { base: m.number("gemma2.rope.freq_base_swa"), freqScale: c.rope.freqScale } : null },
       attention: {
         ...c.attention,
         softcap: m.number("gemma2.attn_logit_softcapping", 50),
