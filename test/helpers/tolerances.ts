@@ -18,8 +18,8 @@
 
 //
 // Gemma 3 270M (Q4_K_M: its 640-wide rows cannot hold 256-value K-quant blocks, so most
-// matrices are Q5_0, with Q8_0, Q4_K and Q6_K) is more sensitive still: √640 embedding scale and
-// large residuals make one flipped 8-bit activation code move logits further. The fixtures'
+// matrices are Q5_0, with Q8_0, Q4_K and Q6_K) is more sensitive still: any rounding-level
+// difference flips 8-bit activation codes downstream and grows to ~1 logit. The fixtures'
 // two references, exact math and llama.cpp, differ by 0.94 (23-token prompt) and 1.33 (1,204
 // tokens); toy's cpu, a third 8-bit engine summing in its own order, is 0.93 / 1.66 from
 // llama.cpp and 0.73 / 1.27 from exact math. The bound is 2.0 (the window error it must catch is
