@@ -32,7 +32,7 @@ export {
 } from "./archs/index.js";
 export { buildModel, forwardOf, type Architecture, type Forward, type LanguageModel, type ModelOptions } from "./archs/model.js";
 export { baseConfig, ropeConfig, type ModelConfig } from "./archs/config.js";
-export { attentionConfig, blockConfig, blockConfigs, decoderTensors, isWindowedLayer, type TensorSpec } from "./archs/layers.js";
+export { attentionConfig, blockConfig, blockConfigs, decoderTensors, type TensorSpec } from "./archs/layers.js";
 export { ModelWeights, toFloat32 } from "./archs/weights.js";
 export { llama, decoderForward, llamaLikeConfig } from "./archs/llama.js";
 export { qwen2, qwen3 } from "./archs/qwen.js";

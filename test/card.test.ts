@@ -100,7 +100,7 @@ test("SmolLM2's card carries its real numbers", { skip: fx.skip }, () => {
 
 test("gemma2's card shows its soft-caps, window, post-norms and √d scaling", { skip: fx.skip }, () => {
   const card = toy(["describe", join(modelsDir(), "gemma2-tiny.gguf")]).stdout;
-  for (const s of ["c_attn = 50", "c_out = 30", "w = 8", "window_layers = even", "s_e = 8", "post_norms = yes", "ffn = GeGLU", "rope = neox"]) assert.ok(card.includes(`  ${s} `), s);
+  for (const s of ["c_attn = 50", "c_out = 30", "w = 8", "window_pattern = 2", "s_e = 8", "post_norms = yes", "ffn = GeGLU", "rope = neox"]) assert.ok(card.includes(`  ${s} `), s);
   assert.match(card, /S ← c_attn · tanh\(S \/ c_attn\)/);
   assert.match(card, /Z ← c_out · tanh\(Z \/ c_out\)/);
   assert.match(card, /X ← X \+ RMSNorm\(A \| γ̂¹_l, ε\)/);
@@ -147,7 +147,8 @@ test("every configuration field is on the card and parses back", () => {
     ["attention.scale", (c) => { c.attention.scale = 0.1 + 0.2; }],
     ["attention.softcap", (c) => { c.attention.softcap = 50; }],
     ["attention.window", (c) => { c.attention.window = 4096; }],
-    ["attention.windowLayers", (c) => { c.attention.windowLayers = "even"; }],
+    ["attention.windowPattern", (c) => { c.attention.window = 512; c.attention.windowPattern = 6; }],
+    ["rope.sliding", (c) => { c.attention.window = 512; c.attention.windowPattern = 6; c.rope!.sliding = { base: 10000, freqScale: 1 }; }],
     ["ffn.kind geglu", (c) => { c.ffn.kind = "geglu"; }],
     ["ffn.kind mlp", (c) => { c.ffn.kind = "mlp"; }],
     ["ffn.bias", (c) => { c.ffn.bias = true; }],

@@ -28,7 +28,7 @@ const devices: Device[] = cpuSkip ? ["ts"] : ["ts", "cpu"];
 function windowedModel(device: Device, window: number, layers: "even" | "all", ctx = 1024): LanguageModel {
   const file = parseGGUF(tinyLlamaBytes({ nEmbd: 128, nHead: 4, nKVHead: 2, nLayer: 3, nFF: 64, ctx }), "tiny-windowed.gguf"); // head size 32
   const config = configOf(file);
-  return loadModelFromFile(file, device, { ...config, attention: { ...config.attention, window, windowLayers: layers } });
+  return loadModelFromFile(file, device, { ...config, attention: { ...config.attention, window, windowPattern: layers === "even" ? 2 : 0 } });
 }
 
 /** A cache that keeps every position on every layer (what caches did before windows). */

@@ -125,6 +125,20 @@ test("stop ids: eos, eot and the end-of-turn tokens", { skip: fx.skip }, () => {
   assert.equal(qwen.bos, undefined);
 });
 
+test("gemma3 vocabulary: no space prefix, byte fallback, newline runs as user-defined tokens, its turn markers", { skip: fx.skip }, () => {
+  const tok = vocab("gemma3");
+  assert.equal(tok.vocabSize, 262144);
+  assert.equal(tok.bos, 2);
+  const hello = tok.encode("Hello world", { addBos: false });
+  assert.equal(tok.piece(hello[0]), "Hello", "no ▁ is put before the text");
+  assert.equal(tok.piece(hello[1]), "▁world");
+  assert.deepEqual(tok.encode("\u{10FFFD}", { addBos: false }).map((id) => tok.piece(id)), ["<0xF4>", "<0x8F>", "<0xBF>", "<0xBD>"], "a code point outside the vocabulary falls back to its UTF-8 bytes");
+  assert.deepEqual(tok.encode("a\n\n\nb", { addBos: false }).map((id) => tok.piece(id)), ["a", "\n\n\n", "b"]);
+  assert.deepEqual(tok.encode("<start_of_turn>user", { addBos: false, parseSpecial: true }).slice(0, 1), [tok.tokenId("<start_of_turn>")]);
+  for (const t of ["<eos>", "<end_of_turn>"]) assert.ok(tok.stopIds.has(tok.tokenId(t)!), t);
+  for (const s of ROUND_TRIP) assert.equal(tok.decode(tok.encode(s)), s, JSON.stringify(s));
+});
+
 // --- decoding ---------------------------------------------------------------------------------
 
 const ROUND_TRIP = [

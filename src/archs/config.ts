@@ -17,8 +17,13 @@ export interface ModelConfig {
   nFF: number;
   contextLength: number;
   norm: { kind: "rms" | "layer"; eps: number };
-  /** Rotary positions (null: learned position embeddings, GPT-2). */
-  rope: { base: number; dims: number; style: RopeStyle; freqScale: number; freqFactors: boolean } | null;
+  /** Rotary positions (null: learned position embeddings, GPT-2). `sliding`: the base and
+   *  linear scale of sliding-window layers where they differ from the others (Gemma 3: base
+   *  10000, unscaled, while global layers use the file's base and scaling); null: the same. */
+  rope: {
+    base: number; dims: number; style: RopeStyle; freqScale: number; freqFactors: boolean;
+    sliding: { base: number; freqScale: number } | null;
+  } | null;
   attention: {
     /** q, k, v projections carry biases (Qwen 2, GPT-2). */
     qkvBias: boolean;
@@ -29,9 +34,12 @@ export interface ModelConfig {
     qkNorm: "head" | "full" | null;
     scale: number;
     softcap: number;
-    /** Sliding-window size (0 = none) and which layers use it. */
+    /** Sliding-window size (0 = none) and which layers use it, as llama.cpp's
+     *  sliding_window_pattern: in each run of `windowPattern` layers, all but the last
+     *  (Gemma 2: 2, the even layers; Gemma 3: 6, five local then one global); 0 = every layer.
+     *  `isSlidingLayer` is the rule. */
     window: number;
-    windowLayers: "all" | "even";
+    windowPattern: number;
   };
   ffn: {
     kind: "swiglu" | "geglu" | "mlp";
@@ -42,11 +50,23 @@ export interface ModelConfig {
   };
   /** Multiplies the token embeddings (Gemma: √d). */
   embedScale: number;
-  /** RMSNorm after attention and after the FFN too (Gemma 2). */
+  /** RMSNorm after attention and after the FFN too (Gemma 2, 3). */
   postNorms: boolean;
   /** logits ← cap · tanh(logits / cap) (Gemma 2; 0 = off). */
   finalSoftcap: number;
   tiedOutput: boolean;
+}
+
+/** Whether layer l attends within the sliding window (llama.cpp's `is_swa`). */
+export function isSlidingLayer(c: ModelConfig, l: number): boolean {
+  const { window, windowPattern: p } = c.attention;
+  return window > 0 && (p === 0 || l % p < p - 1);
+}
+
+/** The RoPE base and linear scale of layer l (sliding-window layers may have their own). */
+export function layerRope(c: ModelConfig, l: number): { base: number; freqScale: number } | null {
+  if (!c.rope) return null;
+  return c.rope.sliding && isSlidingLayer(c, l) ? c.rope.sliding : { base: c.rope.base, freqScale: c.rope.freqScale };
 }
 
 /** The hyperparameters every architecture stores under `<arch>.*`. */
@@ -90,5 +110,22 @@ export function ropeConfig(file: GGUFFile, m: Metadata, arch: string, headDim: n
     dims, style,
     freqScale: factor > 0 ? 1 / factor : 1,
     freqFactors: file.tensor("rope_freqs.weight") !== undefined,
+    sliding: null,
   };
+}
+
+/** llama.cpp's `<arch>.attention.sliding_window_pattern` as a `windowPattern`: a period (a
+ *  whole number), or one flag per layer (an array of bools), which must follow a period. */
+export function windowPatternOf(m: Metadata, arch: string, nLayer: number, fallback: number): number {
+  const key = `${arch}.attention.sliding_window_pattern`;
+  const v = m.get(key);
+  if (v === undefined || typeof v === "number" || typeof v === "bigint") return m.count(key, fallback);
+  const flags = Array.isArray(v) ? v : ArrayBuffer.isView(v) ? Array.from(v as ArrayLike<number>) : null;
+  if (!flags || flags.length !== nLayer || flags.some((f) => typeof f !== "boolean" && typeof f !== "number")) {
+    throw new ModelFileError(`${m.path}: metadata ${key} is not a whole number or ${nLayer} per-layer flags`);
+  }
+  for (let p = 0; p <= nLayer + 1; p++) {
+    if (flags.every((f, l) => Boolean(f) === (p === 0 || l % p < p - 1))) return p;
+  }
+  throw new ModelFileError(`${m.path}: metadata ${key} [${flags.map(Number).join(",")}] is not "all but every p-th layer slides" for any period p (toy supports only periodic patterns)`);
 }

@@ -5,6 +5,7 @@
 
 import { Metadata } from "../io/gguf/metadata.js";
 import { llamaLikeConfig } from "./llama.js";
+import { windowPatternOf } from "./config.js";
 import type { Architecture } from "./model.js";
 
 export const gemma2: Architecture = {
@@ -14,11 +15,13 @@ export const gemma2: Architecture = {
     const m = new Metadata(file.metadata, file.path);
     return {
       ...c,
+      // llama.cpp: sliding layers rotate like the others unless the file gives their base.
+      rope: c.rope && { ...c.rope, sliding: m.has("gemma2.rope.freq_base_swa") ? { base: m.number("gemma2.rope.freq_base_swa"), freqScale: c.rope.freqScale } : null },
       attention: {
         ...c.attention,
         softcap: m.number("gemma2.attn_logit_softcapping", 50),
         window: m.count("gemma2.attention.sliding_window", 4096),
-        windowLayers: "even",
+        windowPattern: windowPatternOf(m, "gemma2", c.nLayer, 2),
       },
       ffn: { ...c.ffn, kind: "geglu" },
       embedScale: Math.sqrt(c.nEmbd),

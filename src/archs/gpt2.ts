@@ -13,7 +13,7 @@ export const gpt2: Architecture = {
       ...base,
       norm: { kind: "layer", eps: m.number("gpt2.attention.layer_norm_epsilon", 1e-5) },
       rope: null,
-      attention: { qkvBias: true, fusedQKV: true, outBias: true, qkNorm: null, scale: 1 / Math.sqrt(base.headDim), softcap: 0, window: 0, windowLayers: "all" },
+      attention: { qkvBias: true, fusedQKV: true, outBias: true, qkNorm: null, scale: 1 / Math.sqrt(base.headDim), softcap: 0, window: 0, windowPattern: 0 },
       ffn: { kind: "mlp", bias: true, experts: 0, expertsUsed: 0 },
       embedScale: 1, postNorms: false, finalSoftcap: 0,
     };

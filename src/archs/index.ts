@@ -5,6 +5,7 @@ import { ModelFileError } from "../errors.js";
 import { readGGUF, type GGUFFile } from "../io/gguf/reader.js";
 import type { ModelConfig } from "./config.js";
 import { gemma2 } from "./gemma2.js";
+import { gemma3 } from "./gemma3.js";
 import { gpt2 } from "./gpt2.js";
 import { llama } from "./llama.js";
 import { buildModel, forwardOf, type Architecture, type Forward, type LanguageModel, type ModelOptions } from "./model.js";
@@ -15,7 +16,7 @@ import { qwen2, qwen3 } from "./qwen.js";
 export type { LanguageModel, Architecture, Forward } from "./model.js";
 export type { ModelConfig } from "./config.js";
 
-export const ARCHITECTURES: Record<string, Architecture> = { llama, qwen2, qwen3, gemma2, olmoe, gpt2 };
+export const ARCHITECTURES: Record<string, Architecture> = { llama, qwen2, qwen3, gemma2, gemma3, olmoe, gpt2 };
 
 const BUILT_IN = new Set(Object.keys(ARCHITECTURES));
 

@@ -4,10 +4,11 @@
 // ffn_norm, ffn_gate/up/down (or ffn_*_exps for experts), post norms, output_norm, output (or
 // the tied token_embd).
 
+import type { RopeSpec } from "../blocks/ops.js";
 import type { AttentionConfig } from "../blocks/selfAttention.js";
 import type { BlockConfig } from "../blocks/transformerBlock.js";
 import { blockNames, TENSORS } from "../blocks/tensorNames.js";
-import type { ModelConfig } from "./config.js";
+import { isSlidingLayer, layerRope, type ModelConfig } from "./config.js";
 
 /** A tensor a forward reads: its name and ggml dims; `optional`: read only if the file has it. */
 export interface TensorSpec {
@@ -16,10 +17,12 @@ export interface TensorSpec {
   optional?: boolean;
 }
 
-/** Whether layer l attends through a sliding window: every layer, or the even ones (Gemma 2). */
-export function isWindowedLayer(c: ModelConfig, l: number): boolean {
-  const a = c.attention;
-  return a.window > 0 && (a.windowLayers === "all" || l % 2 === 0);
+/** Layer l's RoPE: the config's, with the base and scale of its kind of layer (archs/config.ts layerRope). */
+function ropeSpec(c: ModelConfig, l: number): RopeSpec | null {
+  const r = layerRope(c, l);
+  if (!c.rope || !r) return null;
+  const { dims, style, freqFactors } = c.rope;
+  return { base: r.base, dims, style, freqScale: r.freqScale, freqFactors };
 }
 
 /** Layer l's attention: heads, projections, RoPE and the options of the attention kernel. */
@@ -28,8 +31,8 @@ export function attentionConfig(c: ModelConfig, l: number): AttentionConfig {
   return {
     heads: c.nHead, kvHeads: c.nKVHead, headDim: c.headDim,
     qkvBias: a.qkvBias, fusedQKV: a.fusedQKV, outBias: a.outBias, qkNorm: a.qkNorm, normEps: c.norm.eps,
-    rope: c.rope,
-    attn: { scale: a.scale, softcap: a.softcap, window: isWindowedLayer(c, l) ? a.window : 0, causal: true },
+    rope: ropeSpec(c, l),
+    attn: { scale: a.scale, softcap: a.softcap, window: isSlidingLayer(c, l) ? a.window : 0, causal: true },
   };
 }
 

@@ -41,7 +41,7 @@ export function llamaLikeConfig(file: GGUFFile, arch: string, ropeStyle: "interl
     attention: {
       qkvBias: false, fusedQKV: false, outBias: false, qkNorm: null,
       scale: 1 / Math.sqrt(base.headDim), softcap: 0,
-      window: m.count(`${arch}.attention.sliding_window`, 0), windowLayers: "all",
+      window: m.count(`${arch}.attention.sliding_window`, 0), windowPattern: 0,
     },
     ffn: { kind: "swiglu", bias: false, experts: 0, expertsUsed: 0 },
     embedScale: 1, postNorms: false, finalSoftcap: 0,

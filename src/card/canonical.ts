@@ -15,7 +15,10 @@ export function canonicalConfig(c: ModelConfig): ModelConfig {
     nFF: c.nFF,
     contextLength: c.contextLength,
     norm: { kind: c.norm.kind, eps: c.norm.eps },
-    rope: c.rope && { base: c.rope.base, dims: c.rope.dims, style: c.rope.style, freqScale: c.rope.freqScale, freqFactors: c.rope.freqFactors },
+    rope: c.rope && {
+      base: c.rope.base, dims: c.rope.dims, style: c.rope.style, freqScale: c.rope.freqScale, freqFactors: c.rope.freqFactors,
+      sliding: c.rope.sliding ? { base: c.rope.sliding.base, freqScale: c.rope.sliding.freqScale } : null,
+    },
     attention: {
       qkvBias: c.attention.qkvBias,
       fusedQKV: c.attention.fusedQKV,
@@ -24,7 +27,7 @@ export function canonicalConfig(c: ModelConfig): ModelConfig {
       scale: c.attention.scale,
       softcap: c.attention.softcap,
       window: c.attention.window,
-      windowLayers: c.attention.windowLayers,
+      windowPattern: c.attention.windowPattern,
     },
     ffn: { kind: c.ffn.kind, bias: c.ffn.bias, experts: c.ffn.experts, expertsUsed: c.ffn.expertsUsed },
     embedScale: c.embedScale,

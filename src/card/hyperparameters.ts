@@ -28,13 +28,13 @@ export const num = (positive = false): ValueKind => ({ type: "number", positive 
 const bool: ValueKind = { type: "bool" };
 export const word = (words: Record<string, string | null>): ValueKind => ({ type: "word", words });
 const hasRope = (c: ModelConfig) => c.rope !== null;
+const hasSlidingRope = (c: ModelConfig) => c.rope?.sliding != null;
 
 /** The words each enumerated field is written as, and the config value each stands for. */
 export const WORDS = {
   norm: { RMSNorm: "rms", LayerNorm: "layer" },
   rope: { interleaved: "interleaved", neox: "neox", none: null },
   qkNorm: { head: "head", full: "full", none: null },
-  windowLayers: { all: "all", even: "even" },
   ffn: { SwiGLU: "swiglu", GeGLU: "geglu", MLP: "mlp" },
 } as const;
 
@@ -75,6 +75,8 @@ export const HYPERPARAMETERS: Hyperparameter[] = [
   { symbol: "θ", kind: num(true), get: (c) => c.rope?.base, note: () => "RoPE base", present: hasRope },
   { symbol: "d_rot", kind: count(2), get: (c) => c.rope?.dims, note: (c) => c.rope && c.rope.dims === c.headDim ? "rotated dimensions of each head (all of d_h)" : "rotated dimensions of each head (the rest pass through)", present: hasRope },
   { symbol: "s_rope", kind: num(true), get: (c) => c.rope?.freqScale, note: () => "RoPE linear position scale (1 / scaling factor)", present: hasRope },
+  { symbol: "θ_swa", kind: num(true), get: (c) => c.rope?.sliding?.base, note: () => "RoPE base on sliding-window layers", present: hasSlidingRope },
+  { symbol: "s_rope_swa", kind: num(true), get: (c) => c.rope?.sliding?.freqScale, note: () => "RoPE linear position scale on sliding-window layers", present: hasSlidingRope },
   { symbol: "freq_factors", kind: bool, get: (c) => c.rope?.freqFactors, note: () => "Llama 3 frequency divisors f from rope_freqs.weight", present: hasRope },
   { symbol: "qkv_bias", kind: bool, get: (c) => c.attention.qkvBias, note: () => "q, k, v projections have biases" },
   { symbol: "fused_qkv", kind: bool, get: (c) => c.attention.fusedQKV, note: () => "q, k, v come from one fused projection W_qkv" },
@@ -83,7 +85,7 @@ export const HYPERPARAMETERS: Hyperparameter[] = [
   { symbol: "τ", kind: num(), get: (c) => c.attention.scale, note: (c) => c.attention.scale === 1 / Math.sqrt(c.headDim) ? `attention scale = 1/√d_h = 1/√${c.headDim}` : "attention scale" },
   { symbol: "c_attn", kind: num(), get: (c) => c.attention.softcap, note: (c) => c.attention.softcap > 0 ? "attention logit soft-cap: S ← c_attn · tanh(S / c_attn)" : "attention logit soft-cap (0 = off)" },
   { symbol: "w", kind: count(), get: (c) => c.attention.window, note: (c) => c.attention.window > 0 ? "sliding window: a query sees the last w positions" : "sliding window (0 = none)" },
-  { symbol: "window_layers", kind: word(WORDS.windowLayers), get: (c) => c.attention.windowLayers, note: () => "which layers use the window: all | even (l = 0, 2, 4, …)" },
+  { symbol: "window_pattern", kind: count(), get: (c) => c.attention.windowPattern, note: (c) => windowPatternNote(c.attention.windowPattern) },
   { symbol: "ffn", kind: word(WORDS.ffn), get: (c) => c.ffn.kind, note: (c) => c.ffn.experts > 0 ? "feed-forward kind (the experts are SwiGLU)" : "feed-forward kind: SwiGLU | GeGLU | MLP (GELU)" },
   { symbol: "ffn_bias", kind: bool, get: (c) => c.ffn.bias, note: () => "MLP up and down projections have biases" },
   { symbol: "E", kind: count(), get: (c) => c.ffn.experts, note: () => "experts (0 = a dense feed-forward)" },
@@ -93,6 +95,10 @@ export const HYPERPARAMETERS: Hyperparameter[] = [
   { symbol: "c_out", kind: num(), get: (c) => c.finalSoftcap, note: (c) => c.finalSoftcap > 0 ? "final logit soft-cap: Z ← c_out · tanh(Z / c_out)" : "final logit soft-cap (0 = off)" },
   { symbol: "tied_output", kind: bool, get: (c) => c.tiedOutput, note: () => "the unembedding is the token embedding: W_u = W_e" },
 ];
+
+function windowPatternNote(p: number): string {
+  return p === 0 ? "layers with the window: all (p > 0: l mod p < p − 1)" : `layers with the window: l mod ${p} < ${p - 1} (0 = all)`;
+}
 
 /** A value as the card writes it: numbers by String (the shortest form that reads back to the same float64). */
 export function formatValue(kind: ValueKind, value: unknown): string {

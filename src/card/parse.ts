@@ -46,10 +46,13 @@ const DECODER_CARD: CardKind<ModelConfig> = {
       nVocab: get("N_V"), nEmbd: get("d_e"), nLayer: get("L"), nHead: get("H"), nKVHead: get("H_kv"), headDim: get("d_h"),
       nFF: get("d_ff"), contextLength: get("ℓ_max"),
       norm: { kind: get("norm"), eps: get("ε") },
-      rope: style === null ? null : { base: get("θ"), dims: get("d_rot"), style, freqScale: get("s_rope"), freqFactors: get("freq_factors") },
+      rope: style === null ? null : {
+        base: get("θ"), dims: get("d_rot"), style, freqScale: get("s_rope"), freqFactors: get("freq_factors"),
+        sliding: given("θ_swa") || given("s_rope_swa") ? { base: get("θ_swa"), freqScale: get("s_rope_swa") } : null,
+      },
       attention: {
         qkvBias: get("qkv_bias"), fusedQKV: get("fused_qkv"), outBias: get("out_bias"), qkNorm: get("qk_norm"),
-        scale: get("τ"), softcap: get("c_attn"), window: get("w"), windowLayers: get("window_layers"),
+        scale: get("τ"), softcap: get("c_attn"), window: get("w"), windowPattern: get("window_pattern"),
       },
       ffn: { kind: get("ffn"), bias: get("ffn_bias"), experts: get("E"), expertsUsed: get("k") },
       embedScale: get("s_e"), postNorms: get("post_norms"), finalSoftcap: get("c_out"), tiedOutput: get("tied_output"),

@@ -130,14 +130,18 @@ function algorithmLines(c: ModelConfig): Line[] {
     add(1, "for t = 0..T−1 and each head h: Q_h[t] ← RoPE(Q_h[t], t);  K_h[t] ← RoPE(K_h[t], t)", `positions t = 0..T−1`);
     add(2, `RoPE(q, p) rotates each pair ${pairs}, i = 0..${r.dims / 2 - 1}, by angle p · ω_i`, r.dims < dh ? `dims ${r.dims}..${dh - 1} pass through` : `all ${dh} dims rotate`);
     add(2, `ω_i = s_rope · θ^(−2i/d_rot)${r.freqFactors ? " / f_i" : ""}`, `θ = ${r.base}, d_rot = ${r.dims}, s_rope = ${r.freqScale}`);
+    if (r.sliding) add(2, "on sliding-window layers θ ← θ_swa, s_rope ← s_rope_swa", `θ_swa = ${r.sliding.base}, s_rope_swa = ${r.sliding.freqScale}`);
   }
   const g = H / Hkv;
   add(1, "for h = 0..H−1:", g === 1 ? `H = ${H}, KV head g(h) = h` : `H = ${H}, KV head g(h) = ⌊h / ${g}⌋`);
   add(2, "S ← τ · Q_h K_g(h)ᵀ", `[T, T], τ = ${a.scale}`);
   if (a.softcap > 0) add(2, "S ← c_attn · tanh(S / c_attn)", `c_attn = ${a.softcap}`);
-  if (a.window > 0 && a.windowLayers === "all") add(2, "S[t, t′] ← −∞ unless t − w < t′ ≤ t", `causal sliding window, w = ${a.window}`);
-  else if (a.window > 0) {
+  const p = a.windowPattern;
+  if (a.window > 0 && p === 0) add(2, "S[t, t′] ← −∞ unless t − w < t′ ≤ t", `causal sliding window, w = ${a.window}`);
+  else if (a.window > 0 && p === 2) {
     add(2, "S[t, t′] ← −∞ unless t′ ≤ t (and, when l is even, t − w < t′)", `causal; window w = ${a.window} on l = 0, 2, 4, …`);
+  } else if (a.window > 0 && p > 2) {
+    add(2, `S[t, t′] ← −∞ unless t′ ≤ t (and, when l mod ${p} < ${p - 1}, t − w < t′)`, `causal; window w = ${a.window} on l = 0..${p - 2}, ${p}..${2 * p - 2}, …`);
   } else add(2, "S[t, t′] ← −∞ unless t′ ≤ t", "causal mask");
   add(2, "Y_h ← softmax(S) V_g(h)", `[T, ${dh}], softmax over t′`);
   add(1, `A ← [Y_0, …, Y_${H - 1}] W_o,lᵀ${a.outBias ? " + b_o,l" : ""}`, `[T, ${d}]`);

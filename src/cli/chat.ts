@@ -4,13 +4,13 @@
 
 import { createInterface } from "node:readline";
 import { ToyError } from "../errors.js";
-import { chatTemplateFor, type ChatMessage } from "../io/chat/template.js";
+import { chatTemplateForChat, type ChatMessage } from "../io/chat/template.js";
 import type { OpenedModel } from "./common.js";
 import { streamAnswer, type InferFlags } from "./commands/infer.js";
 import type { KVCache } from "../blocks/kvCache.js";
 
 export async function interactiveChat(opened: OpenedModel, flags: InferFlags): Promise<void> {
-  const template = chatTemplateFor(opened.model.file.metadata, opened.tokenizer);
+  const template = chatTemplateForChat(opened.model.file.metadata, opened.tokenizer, opened.model.file.path);
   const stopIds = template.stopIds();
   const messages: ChatMessage[] = flags.system !== undefined ? [{ role: "system", content: flags.system }] : [];
   const tty = process.stdin.isTTY === true;

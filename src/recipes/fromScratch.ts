@@ -61,8 +61,8 @@ export function scratchConfig(shape: ScratchShape): ModelConfig {
     arch: "llama", nVocab: byteVocabulary().tokens.length, nEmbd: shape.nEmbd, nLayer: shape.nLayer,
     nHead: shape.nHead, nKVHead: shape.nKVHead, headDim, nFF: shape.nFF, contextLength: shape.contextLength,
     norm: { kind: "rms", eps: 1e-5 },
-    rope: { base: 10000, dims: headDim, style: "interleaved", freqScale: 1, freqFactors: false },
-    attention: { qkvBias: false, fusedQKV: false, outBias: false, qkNorm: null, scale: 1 / Math.sqrt(headDim), softcap: 0, window: 0, windowLayers: "all" },
+    rope: { base: 10000, dims: headDim, style: "interleaved", freqScale: 1, freqFactors: false, sliding: null },
+    attention: { qkvBias: false, fusedQKV: false, outBias: false, qkNorm: null, scale: 1 / Math.sqrt(headDim), softcap: 0, window: 0, windowPattern: 0 },
     ffn: { kind: "swiglu", bias: false, experts: 0, expertsUsed: 0 },
     embedScale: 1, postNorms: false, finalSoftcap: 0, tiedOutput: false,
   };

@@ -28,6 +28,16 @@
 // other 22); greedy continuations equal 17/17 up to the first step of margin < 0.05 (NL) and
 // 32/32 (XS), but margins drift by up to 0.8 after a flip, so the greedy bound stays 1.2.
 
+//
+// Gemma 3 270M (Q4_K_M: its 640-wide rows cannot hold 256-value K-quant blocks, so most
+// matrices are Q5_0, with Q8_0, Q4_K and Q6_K) is more sensitive still: any rounding-level
+// difference flips 8-bit activation codes downstream and grows to ~1 logit. The fixtures'
+// two references, exact math and llama.cpp, differ by 0.94 (23-token prompt) and 1.33 (1,204
+// tokens); toy's cpu, a third 8-bit engine summing in its own order, is 0.93 / 1.66 from
+// llama.cpp and 0.73 / 1.27 from exact math. The bound is 2.0 (the window error it must catch is
+// 23); top-1 and greedy may swap where llama.cpp's own top-2 margin is below 1.2 (the largest
+// observed swap margin is 0.48). ts on it is exact math: ≤ 3e-5 from refs/exact observed.
+
 import type { Device } from "../../src/backends/kernels.js";
 
 export interface Tolerance {
@@ -43,6 +53,7 @@ const FLOAT_TYPES = new Set(["src", "F16", "BF16"]);
 export function storageOf(model: string): string {
   if (model.startsWith("llama-q-")) return model.slice("llama-q-".length);
   if (model.startsWith("SmolLM2")) return "Q4_1";
+  if (model.startsWith("gemma-3-")) return "Q4_K_M";
   return "src";
 }
 
@@ -52,6 +63,7 @@ const MATCHES_LLAMACPP = new Set(["Q8_0", "Q4_0", "Q4_1", "Q2_K", "Q4_K_M"]);
 export function tolerance(model: string, device: Device): Tolerance {
   const storage = storageOf(model);
   if (device === "ts" || FLOAT_TYPES.has(storage)) return { engine: "exact", logits: 2e-3, margin: 1e-2 };
+  if (model.startsWith("gemma-3-")) return { engine: "llamacpp", logits: 2.0, margin: 1.2 };
   if (MATCHES_LLAMACPP.has(storage) && !model.startsWith("SmolLM2")) return { engine: "llamacpp", logits: 5e-3, margin: 5e-2 };
   return { engine: "llamacpp", logits: 1.2, margin: 1.2 };
 }

@@ -6,7 +6,7 @@ import { generateAsync, type GenerateResult } from "../../engines/generate.js";
 import { DEFAULT_SAMPLING, type SamplingOptions } from "../../engines/sampling.js";
 import type { KVType } from "../../blocks/kvCacheTypes.js";
 import { UsageError } from "../../errors.js";
-import { chatTemplateFor, parseMessages, type ChatMessage } from "../../io/chat/template.js";
+import { chatTemplateFor, chatTemplateForChat, parseMessages, type ChatMessage } from "../../io/chat/template.js";
 import { checkIds, float, idList, int, openModel, printJson, type OpenedModel } from "../common.js";
 import { interactiveChat } from "../chat.js";
 import { defaultModelPath } from "../../io/discovery/modelNames.js";
@@ -83,9 +83,12 @@ async function runInfer(modelPath: string, flags: InferFlags): Promise<void> {
   let prompt: number[];
   let stopIds: ReadonlySet<number> = tokenizer.stopIds;
   if (flags.chat !== undefined || flags.messages !== undefined) {
-    const template = chatTemplateFor(opened.model.file.metadata, tokenizer);
     const messages = flags.messages !== undefined ? readMessages(flags.messages)
       : [...(flags.system !== undefined ? [{ role: "system", content: flags.system }] : []), { role: "user", content: flags.chat as string }];
+    // --chat (a person chatting) refuses a base model; --messages keeps the ChatML fallback, as toy serve does.
+    const template = flags.chat !== undefined
+      ? chatTemplateForChat(opened.model.file.metadata, tokenizer, modelPath)
+      : chatTemplateFor(opened.model.file.metadata, tokenizer);
     prompt = template.encode(messages);
     stopIds = template.stopIds();
   } else {

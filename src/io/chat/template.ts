@@ -66,6 +66,16 @@ export function chatTemplateFor(metadata: Map<string, GGUFValue>, tokenizer: Tok
   return new ChatTemplate(FALLBACK_TEMPLATE, tokenizer, true);
 }
 
+/** The template a chat needs: the file's own, or ChatML where the vocabulary has ChatML's tokens.
+ *  A base model with neither (Gemma 3 270M) gets a UsageError pointing to plain continuation. */
+export function chatTemplateForChat(metadata: Map<string, GGUFValue>, tokenizer: Tokenizer, path: string): ChatTemplate {
+  const template = chatTemplateFor(metadata, tokenizer);
+  if (template.isFallback && (tokenizer.tokenId("<|im_start|>") === undefined || tokenizer.tokenId("<|im_end|>") === undefined)) {
+    throw new UsageError(`${path}: the model has no chat template (tokenizer.chat_template) and its vocabulary has no ChatML tokens: it is a base model, not a chat model; use --prompt TEXT for a continuation`);
+  }
+  return template;
+}
+
 /** Check that a parsed JSON value is an OpenAI-style message array; say exactly what is wrong. */
 export function parseMessages(value: unknown, where: string): ChatMessage[] {
   if (!Array.isArray(value)) throw new UsageError(`${where}: expected a JSON array of messages, got ${value === null ? "null" : typeof value}`);
