@@ -6,7 +6,7 @@
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
-import { Generation, type FinishReason } from "../engines/generate.js";
+import { Generation, type FinishReason, type TokenFilter } from "../engines/generate.js";
 import { topIds, type SamplingOptions } from "../engines/sampling.js";
 import { logSumExp } from "../primitives/softmax.js";
 import { ApiError } from "./errors.js";
@@ -18,6 +18,8 @@ export interface Job {
   maxTokens: number | undefined;
   sampling: SamplingOptions;
   stopIds: ReadonlySet<number>;
+  /** Only tokens it allows are sampled (structured output, forced tool calls). */
+  constraint?: TokenFilter;
   /** Report log-probabilities with this many alternatives (undefined: none). */
   topLogprobs: number | undefined;
   /** Aborting it (the client went away) ends the job and frees its slot at once. */
@@ -253,7 +255,7 @@ export class Scheduler {
       // The last prompt token gives the first token's logits.
       a.generation = new Generation(a.tap, prompt, {
         maxTokens: job.maxTokens ?? Number.MAX_SAFE_INTEGER, sampling: job.sampling, stopIds: job.stopIds,
-        cache, cachedIds: slot.cachedIds, signal: job.signal,
+        cache, cachedIds: slot.cachedIds, signal: job.signal, constraint: job.constraint,
         onToken: (id) => job.onToken(id, job.topLogprobs !== undefined && a.tap.lastLogits ? logprobsOf(a.tap.lastLogits, id, job.topLogprobs) : undefined),
       });
       a.t1 = performance.now();
