@@ -87,7 +87,7 @@ export function toolCallGbnf(setup: ToolSetup): string {
     mistral: `"[" call${many ? ' ("," ws call)*' : ""} "]"`,
     generic: `"{" ws ${gbnfLiteral('"tool_calls"')} ws ":" ws "[" ws call${many ? ' (ws "," ws call)*' : ""} ws "]" ws "}"`,
   }[setup.family];
-  const head = `root ::= ${top}\ncall ::= ${calls.join(" | ")}\nws ::= (" " | "\\n" [ \\t]{0,20})?\n`;
+  const head = `root ::= ${top}\ncall ::= ${calls.join(" | ")}\nws ::= " "?\n`; // a call is compact JSON
   return printGbnf(parseGbnf(head + printGbnf({ rules, root: "t0-root" })));
 }
 

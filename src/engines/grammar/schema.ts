@@ -9,8 +9,8 @@
 // minimum / maximum / exclusiveMinimum / exclusiveMaximum.
 //
 // Output is compact-ish JSON: properties in the schema's order (required ones first), between
-// tokens one space or one newline and an indentation of at most 20 (so a model cannot loop on
-// blank lines), numbers of at most 16 digits.
+// tokens nothing, one space, or one newline and an indentation of at most 16 spaces (so a model
+// cannot loop on blank lines or spend its tokens on layout), numbers of at most 16 digits.
 
 import { UsageError } from "../../errors.js";
 
@@ -18,7 +18,7 @@ type Schema = boolean | { [key: string]: unknown };
 
 /** Any JSON value, and the rules it needs. */
 const JSON_RULES: Record<string, string> = {
-  ws: '(" " | "\\n" [ \\t]{0,20})?',
+  ws: '(" " | "\\n" " "{0,16})?',
   char: '[^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
   string: '"\\"" char* "\\""',
   integer: '"-"? ("0" | [1-9] [0-9]{0,15})',
