@@ -127,7 +127,9 @@ export class Generation {
     if (!o.constraint) return logits;
     if (logits === this.logits) logits = Float32Array.from(logits);
     o.constraint.maskLogits(logits);
-    if (!logits.some((x) => x !== -Infinity)) throw new ToyError("the constraint allows no token of this vocabulary here (the grammar needs text no token can spell)");
+    let any = false;
+    for (let i = 0; i < logits.length && !any; i++) any = logits[i] !== -Infinity;
+    if (!any) throw new ToyError("the constraint allows no token of this vocabulary here (the grammar needs text no token can spell)");
     return logits;
   }
 

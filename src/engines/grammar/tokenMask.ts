@@ -73,7 +73,7 @@ export function vocabTrie(tokenizer: Tokenizer): VocabTrie {
 /** Masks of allowed tokens (as bit sets) per recognizer state, for one grammar over one vocabulary. */
 export class TokenGrammar {
   readonly recognizer: Recognizer;
-  private masks = new Map<number, Int32Array>();
+  private masks = new Map<number, TokenMask>();
   /** Counters, for measuring: masks computed vs found in the cache. */
   computed = 0;
   reused = 0;
@@ -82,13 +82,17 @@ export class TokenGrammar {
     this.recognizer = new Recognizer(new Program(parseGbnf(gbnf)));
   }
 
-  /** Bit i set: token i's bytes can follow in `state`. */
-  mask(state: number): Int32Array {
+  /** The tokens whose bytes can follow in `state`. */
+  mask(state: number): TokenMask {
     let m = this.masks.get(state);
     if (m) { this.reused++; return m; }
     this.computed++;
     if (this.masks.size >= 8192) this.masks.clear(); // bounded memory for grammars with endless states
-    m = this.walk(state);
+    const bits = this.walk(state);
+    let count = 0;
+    for (let w = 0; w < bits.length; w++) count += popcount(bits[w]);
+    // A short list when few are allowed (most states outside strings), else the bit set.
+    m = { bits, allowed: count <= 1024 ? idsOf(bits, this.trie.nVocab) : undefined };
     this.masks.set(state, m);
     return m;
   }
@@ -135,6 +139,24 @@ export class TokenGrammar {
   }
 }
 
+/** Bit i of `bits` set: token i may come next; `allowed` lists them when there are few. */
+export interface TokenMask {
+  bits: Int32Array;
+  allowed?: number[];
+}
+
+function popcount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
+function idsOf(bits: Int32Array, n: number): number[] {
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) if (bits[i >>> 5] & (1 << (i & 31))) ids.push(i);
+  return ids;
+}
+
 const compiled = new WeakMap<Tokenizer, Map<string, TokenGrammar>>();
 
 /** A grammar compiled for a tokenizer, remembered (the 32 most recent per tokenizer) with its masks. */
@@ -168,12 +190,19 @@ export class GrammarConstraint implements TokenFilter {
     // their logit only where the grammar may end.
     const mayEnd = this.grammar.recognizer.accepts(this.state);
     const stops = [...this.stopIds].filter((id) => id < logits.length).map((id) => [id, mayEnd ? logits[id] : -Infinity]);
-    const bits = this.grammar.mask(this.state);
-    const n = logits.length;
-    for (let w = 0; w < bits.length; w++) {
-      const word = bits[w];
-      if (word === -1) continue; // all 32 allowed (Int32 view below)
-      for (let i = w << 5, end = Math.min(i + 32, n), bit = 1; i < end; i++, bit <<= 1) if ((word & bit) === 0) logits[i] = -Infinity;
+    const mask = this.grammar.mask(this.state);
+    if (mask.allowed) {
+      // Few tokens allowed: keep their logits, set everything else at once.
+      const keep = mask.allowed.map((id) => logits[id]);
+      logits.fill(-Infinity);
+      mask.allowed.forEach((id, k) => { logits[id] = keep[k]; });
+    } else {
+      const bits = mask.bits, n = logits.length;
+      for (let w = 0; w < bits.length; w++) {
+        const word = bits[w];
+        if (word === -1) continue; // all 32 allowed
+        for (let i = w << 5, end = Math.min(i + 32, n), bit = 1; i < end; i++, bit <<= 1) if ((word & bit) === 0) logits[i] = -Infinity;
+      }
     }
     for (const [id, v] of stops) logits[id] = v;
   }
