@@ -12,6 +12,13 @@ import { intRange, jsonObjectGbnf, schemaToGbnf } from "../src/engines/grammar/s
 import { GrammarConstraint, TokenGrammar, VocabTrie } from "../src/engines/grammar/tokenMask.js";
 import { Rng } from "../src/engines/rng.js";
 import { UsageError } from "../src/errors.js";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { toy, toyJson } from "./helpers/cli.js";
+import { fixtures } from "./helpers/fixtures.js";
+
+const fx = fixtures();
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 const utf8 = new TextEncoder();
@@ -231,5 +238,42 @@ describe("token masks", () => {
     c.accept(id('":'));
     allowed(c);
     assert.deepEqual([g.computed, g.reused], [2, 2]);
+  });
+});
+
+describe("toy infer --json-schema / --grammar (SmolLM2)", { skip: fx.skip }, () => {
+  const modelFile = () => join(fx.dir, "models", "SmolLM2-135M-Instruct.Q4_1.gguf");
+  const dir = mkdtempSync(join(tmpdir(), "toy-grammar-"));
+  const schema = { type: "object", additionalProperties: false, required: ["name", "age"], properties: { name: { type: "string", maxLength: 16 }, age: { type: "integer", minimum: 0, maximum: 120 } } };
+  writeFileSync(join(dir, "person.json"), JSON.stringify(schema));
+  writeFileSync(join(dir, "yesno.gbnf"), 'root ::= ("yes" | "no") "."\n');
+
+  test("the answer validates against the schema at a high temperature; follows the grammar", () => {
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    for (const seed of ["1", "2"]) {
+      const out = toyJson<{ text: string; finish_reason: string }>(["infer", modelFile(), "--chat", "Invent a person.", "--json-schema", join(dir, "person.json"), "--temperature", "1.5", "--top-k", "0", "--min-p", "0", "--seed", seed, "--max-tokens", "60", "--json"]);
+      if (out.finish_reason === "stop") assert.ok(validate(JSON.parse(out.text)), out.text);
+      else assert.equal(status(recognizer(schemaToGbnf(schema)), out.text), "prefix", out.text);
+    }
+    const yes = toyJson<{ text: string; finish_reason: string }>(["infer", modelFile(), "--chat", "Is the sky blue?", "--grammar", join(dir, "yesno.gbnf"), "--temperature", "0", "--json"]);
+    assert.match(yes.text, /^(yes|no)\.$/);
+    assert.equal(yes.finish_reason, "stop");
+  });
+
+  test("a bad schema or grammar is a usage error (exit 2) naming the file and what is wrong", () => {
+    writeFileSync(join(dir, "bad.json"), JSON.stringify({ type: "string", pattern: "x" }));
+    writeFileSync(join(dir, "bad.gbnf"), "root ::= a\n");
+    writeFileSync(join(dir, "notjson.json"), "{");
+    for (const [args, want] of [
+      [["--json-schema", join(dir, "bad.json")], /bad\.json\.pattern: the JSON Schema keyword "pattern" is not supported/],
+      [["--grammar", join(dir, "bad.gbnf")], /rule "root" uses "a", which is not defined/],
+      [["--json-schema", join(dir, "notjson.json")], /notjson\.json: not valid JSON/],
+      [["--grammar", join(dir, "missing.gbnf")], /missing\.gbnf: cannot read/],
+      [["--grammar", join(dir, "yesno.gbnf"), "--json-schema", join(dir, "person.json")], /not both/],
+    ] as const) {
+      const r = toy(["infer", modelFile(), "--chat", "x", ...args]);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, want);
+    }
   });
 });
