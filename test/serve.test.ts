@@ -233,6 +233,20 @@ describe("toy serve", { skip: fx.skip }, () => {
     assert.equal(n, 6);
   });
 
+  test("completions: n choices (seed + i), streamed by index; echo puts the prompt first", async () => {
+    const body = { model: STORIES, prompt: PROMPT, max_tokens: 6, temperature: 1, seed: 5, ignore_eos: true };
+    const r = await a.client.completions.create({ ...body, n: 2 } as OpenAI.CompletionCreateParamsNonStreaming);
+    assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+    const second = await a.client.completions.create({ ...body, seed: 6 } as OpenAI.CompletionCreateParamsNonStreaming);
+    assert.equal(r.choices[1].text, second.choices[0].text);
+    assert.equal(r.usage?.completion_tokens, 12);
+    const texts = ["", ""];
+    for await (const c of await a.client.completions.create({ ...body, n: 2, stream: true } as OpenAI.CompletionCreateParamsStreaming)) for (const ch of c.choices) texts[ch.index] += ch.text;
+    assert.deepEqual(texts, r.choices.map((c) => c.text));
+    const echoed = await a.client.completions.create({ ...body, echo: true } as OpenAI.CompletionCreateParamsNonStreaming);
+    assert.equal(echoed.choices[0].text, PROMPT + r.choices[0].text);
+  });
+
   test("16 concurrent streaming clients (8 slots, 8 queued) all complete with their own answers", async () => {
     const prompts = Array.from({ length: 16 }, (_, i) => [1, 20 + i * 7, 40 + i, 300 - i * 3]);
     const body = (i: number) => ({ model: STORIES, prompt: prompts[i], max_tokens: 24, temperature: i % 2 ? 0.9 : 0, seed: i, ignore_eos: true });

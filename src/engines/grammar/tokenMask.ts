@@ -164,6 +164,9 @@ export function tokenGrammar(gbnf: string, tokenizer: Tokenizer): TokenGrammar {
   let byText = compiled.get(tokenizer);
   if (!byText) compiled.set(tokenizer, (byText = new Map()));
   let g = byText.get(gbnf);
+  // A grammar whose states keep growing (deeply nested JSON) starts afresh: memory stays bounded;
+  // generations still using the old one keep it until they end.
+  if (g && g.recognizer.stateCount > 100_000) { byText.delete(gbnf); g = undefined; }
   if (g) {
     byText.delete(gbnf); // most recent last
   } else {
