@@ -198,7 +198,8 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
 
     const send = (c: Choice, delta: Record<string, unknown>, lps: TokenLogprob[], finish: string | null, extra: Record<string, unknown> = {}) => {
       if (sse!.destroyed || sse!.writableEnded) return; // the client has gone; the jobs end next tick
-      const lp = settings.topLogprobs !== undefined && (lps.length > 0 || finish === null) ? formatLogprobs(kind, lps, tokenText) : null;
+      // Log-probabilities go with text (the role chunk, tool-call chunks and the last chunk have none).
+      const lp = settings.topLogprobs !== undefined && (lps.length > 0 || ("content" in delta && !("role" in delta))) ? formatLogprobs(kind, lps, tokenText) : null;
       const choice = kind === "chat"
         ? { index: c.index, delta, logprobs: lp, finish_reason: finish }
         : { index: c.index, text: (delta.content as string | undefined) ?? "", logprobs: lp, finish_reason: finish };
