@@ -46,9 +46,13 @@ export { vitConfigOf, vitLabelsOf, vitConfigProblem, patchCount, VIT_KEYS, type 
 // Engines: decoding with a KV cache, sampling, scoring.
 export {
   generate, generateAsync, Generation,
-  type GenerateOptions, type GenerateResult, type FinishReason,
+  type GenerateOptions, type GenerateResult, type FinishReason, type TokenFilter,
 } from "./engines/generate.js";
-export { Sampler, DEFAULT_SAMPLING, argmax, topIds, type SamplingOptions } from "./engines/sampling.js";
+export { Sampler, DEFAULT_SAMPLING, argmax, topIds, adjustLogits, type SamplingOptions } from "./engines/sampling.js";
+export {
+  structuredOutput, formatGbnf, schemaToGbnf, jsonObjectGbnf, parseGbnf, printGbnf, GrammarConstraint, TokenGrammar, tokenGrammar,
+  type OutputFormat, type Grammar,
+} from "./engines/grammar/index.js";
 export { scoreTokens, scoreWindows, type Scores, type ScoreOptions, type PositionScore } from "./engines/evaluate.js";
 export { Rng } from "./data/rng.js";
 

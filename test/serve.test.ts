@@ -13,6 +13,15 @@ import { cpuBackend } from "../src/backends/index.js";
 import { toyBin } from "./helpers/cli.js";
 import { toyJson } from "./helpers/cli.js";
 import { fixtures } from "./helpers/fixtures.js";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import { parseGbnf } from "../src/engines/grammar/gbnf.js";
+import { DEAD, feed, Program, Recognizer } from "../src/engines/grammar/recognizer.js";
+import { jsonObjectGbnf, schemaToGbnf } from "../src/engines/grammar/schema.js";
+import { readGGUFHeader } from "../src/io/gguf/reader.js";
+import { tokenizerFromMetadata } from "../src/io/tokenizer/index.js";
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 
 const fx = fixtures();
 const backend = "error" in cpuBackend() ? "ts" : "cpu";
@@ -224,6 +233,20 @@ describe("toy serve", { skip: fx.skip }, () => {
     assert.equal(n, 6);
   });
 
+  test("completions: n choices (seed + i), streamed by index; echo puts the prompt first", async () => {
+    const body = { model: STORIES, prompt: PROMPT, max_tokens: 6, temperature: 1, seed: 5, ignore_eos: true };
+    const r = await a.client.completions.create({ ...body, n: 2 } as OpenAI.CompletionCreateParamsNonStreaming);
+    assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+    const second = await a.client.completions.create({ ...body, seed: 6 } as OpenAI.CompletionCreateParamsNonStreaming);
+    assert.equal(r.choices[1].text, second.choices[0].text);
+    assert.equal(r.usage?.completion_tokens, 12);
+    const texts = ["", ""];
+    for await (const c of await a.client.completions.create({ ...body, n: 2, stream: true } as OpenAI.CompletionCreateParamsStreaming)) for (const ch of c.choices) texts[ch.index] += ch.text;
+    assert.deepEqual(texts, r.choices.map((c) => c.text));
+    const echoed = await a.client.completions.create({ ...body, echo: true } as OpenAI.CompletionCreateParamsNonStreaming);
+    assert.equal(echoed.choices[0].text, PROMPT + r.choices[0].text);
+  });
+
   test("16 concurrent streaming clients (8 slots, 8 queued) all complete with their own answers", async () => {
     const prompts = Array.from({ length: 16 }, (_, i) => [1, 20 + i * 7, 40 + i, 300 - i * 3]);
     const body = (i: number) => ({ model: STORIES, prompt: prompts[i], max_tokens: 24, temperature: i % 2 ? 0.9 : 0, seed: i, ignore_eos: true });
@@ -328,7 +351,23 @@ describe("toy serve", { skip: fx.skip }, () => {
       ["/v1/chat/completions", chat({ stop: 7 }), "stop"],
       ["/v1/chat/completions", chat({ stop: [""] }), "stop"],
       ["/v1/chat/completions", chat({ seed: "x" }), "seed"],
-      ["/v1/chat/completions", chat({ n: 2 }), "n"],
+      ["/v1/chat/completions", chat({ n: 17 }), "n"],
+      ["/v1/chat/completions", chat({ stop: ["a", "b", "c", "d", "e"] }), "stop"],
+      ["/v1/chat/completions", chat({ no_such_field: 1 }), "no_such_field"],
+      ["/v1/chat/completions", chat({ audio: { voice: "alloy", format: "mp3" } }), "audio"],
+      ["/v1/chat/completions", chat({ store: true }), "store"],
+      ["/v1/chat/completions", chat({ functions: [] }), "functions"],
+      ["/v1/chat/completions", chat({ logit_bias: { "x": 1 } }), "logit_bias"],
+      ["/v1/chat/completions", chat({ logit_bias: { "100000": 1 } }), "logit_bias"],
+      ["/v1/chat/completions", chat({ logit_bias: { "5": 101 } }), "logit_bias[5]"],
+      ["/v1/chat/completions", chat({ response_format: { type: "xml" } }), "response_format"],
+      ["/v1/chat/completions", chat({ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "a" } } } }), "response_format.json_schema.schema"],
+      ["/v1/chat/completions", chat({ grammar: "root ::= nothing" }), "grammar"],
+      ["/v1/chat/completions", chat({ grammar: "root ::= \"a\"", response_format: { type: "json_object" } }), "grammar"],
+      ["/v1/chat/completions", chat({ tool_choice: "required" }), "tool_choice"],
+      ["/v1/chat/completions", chat({ tools: [{ type: "function", function: { name: "f" } }], tool_choice: { type: "function", function: { name: "g" } } }), "tool_choice"],
+      ["/v1/completions", JSON.stringify({ model: STORIES, prompt: "x", suffix: "y" }), "suffix"],
+      ["/v1/completions", JSON.stringify({ model: STORIES, prompt: "x", best_of: 2 }), "best_of"],
       ["/v1/chat/completions", chat({ top_logprobs: 2 }), "top_logprobs"],
       ["/v1/chat/completions", chat({ messages: "hi" }), "messages"],
       ["/v1/chat/completions", chat({ messages: [] }), "messages"],
@@ -403,3 +442,200 @@ describe("toy serve with a real chat template (SmolLM2)", { skip: fx.skip }, () 
     assert.ok(inf.text.length > 0);
   });
 });
+
+describe("toy serve: structured output, tools, n, penalties, logit_bias, logprobs (SmolLM2, openai client)", { skip: fx.skip }, () => {
+  const NAME = "SmolLM2-135M-Instruct.Q4_1";
+  let s: Served;
+  const ajv = new Ajv2020({ strict: false });
+  addFormats(ajv);
+  before(async () => { s = await serve(NAME, ["--backend", backend, "--parallel", "4", "--ctx", "768"]); });
+  after(async () => { await s?.stop(); });
+
+  const user = (content: string) => [{ role: "user" as const, content }];
+  /** The text is a sentence of the grammar ("accept") or could still become one ("prefix"). */
+  const grammarStatus = (gbnf: string, text: string) => {
+    const r = new Recognizer(new Program(parseGbnf(gbnf)));
+    const st = feed(r, r.start, new TextEncoder().encode(text));
+    return st === DEAD ? "dead" : r.accepts(st) ? "accept" : "prefix";
+  };
+
+  test("response_format json_object: every choice is a JSON object, at any temperature; cut short, a valid prefix with finish_reason length", async () => {
+    const r = await s.client.chat.completions.create({ model: NAME, messages: user("Describe a cat as JSON."), response_format: { type: "json_object" }, max_tokens: 48, n: 3, temperature: 1.6, top_p: 1, seed: 11, top_k: 0, min_p: 0 } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    assert.equal(r.choices.length, 3);
+    for (const c of r.choices) {
+      const text = c.message.content!;
+      if (c.finish_reason === "stop") assert.equal(typeof JSON.parse(text), "object", text);
+      else assert.equal(grammarStatus(jsonObjectGbnf(), text), "prefix", text);
+    }
+    const short = await s.client.chat.completions.create({ model: NAME, messages: user("Describe a cat as JSON."), response_format: { type: "json_object" }, max_tokens: 4, temperature: 0 });
+    assert.equal(short.choices[0].finish_reason, "length");
+    assert.equal(grammarStatus(jsonObjectGbnf(), short.choices[0].message.content!), "prefix");
+  });
+
+  test("response_format json_schema (strict): the answer validates (ajv), streaming and not", async () => {
+    const schema = {
+      type: "object", additionalProperties: false, required: ["name", "age", "born", "pets"],
+      properties: {
+        name: { type: "string", maxLength: 20 }, age: { type: "integer", minimum: 0, maximum: 120 },
+        born: { type: "string", format: "date" }, pets: { type: "array", items: { enum: ["cat", "dog"] }, maxItems: 2 },
+        id: { anyOf: [{ type: "string", format: "uuid" }, { type: "null" }] },
+      },
+    };
+    const validate = ajv.compile(schema);
+    const response_format = { type: "json_schema" as const, json_schema: { name: "person", strict: true, schema } };
+    const gbnf = schemaToGbnf(schema);
+    const r = await s.client.chat.completions.create({ model: NAME, messages: user("Invent a person."), response_format, max_tokens: 80, n: 3, temperature: 1.3, seed: 3 });
+    for (const c of r.choices) {
+      // Whole answers validate; an answer cut short is the start of one.
+      if (c.finish_reason === "length") { assert.equal(grammarStatus(gbnf, c.message.content!), "prefix"); continue; }
+      assert.equal(c.finish_reason, "stop");
+      const value = JSON.parse(c.message.content!);
+      assert.ok(validate(value), `${c.message.content}: ${JSON.stringify(validate.errors)}`);
+    }
+    let text = "", finish: string | null = null;
+    for await (const ch of await s.client.chat.completions.create({ model: NAME, messages: user("Invent a person."), response_format, max_tokens: 120, temperature: 0, stream: true })) {
+      text += ch.choices[0]?.delta.content ?? "";
+      finish = ch.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(finish, "stop");
+    assert.ok(validate(JSON.parse(text)), text);
+  });
+
+  test("grammar (GBNF, llama.cpp's extension) on chat and completions", async () => {
+    const grammar = 'root ::= ("yes" | "no") ", because " [a-z ]{1,30} "."';
+    const c = await s.client.chat.completions.create({ model: NAME, messages: user("Is the sky blue?"), grammar, max_tokens: 30, temperature: 0.7, seed: 1 } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    assert.match(c.choices[0].message.content!, /^(yes|no), because [a-z ]{1,30}\.$/);
+    assert.equal(c.choices[0].finish_reason, "stop");
+    const p = await s.client.completions.create({ model: NAME, prompt: "The answer is", grammar: 'root ::= " " [0-9]{2}', max_tokens: 10, temperature: 0 } as OpenAI.CompletionCreateParamsNonStreaming);
+    assert.match(p.choices[0].text, /^ [0-9]{2}$/);
+  });
+
+  const TOOLS: OpenAI.ChatCompletionFunctionTool[] = [
+    { type: "function", function: { name: "get_weather", description: "Current weather in a city", parameters: { type: "object", properties: { city: { type: "string", maxLength: 30 }, unit: { enum: ["celsius", "fahrenheit"] } }, required: ["city", "unit"], additionalProperties: false } } },
+    { type: "function", function: { name: "add", description: "Add two integers", parameters: { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, required: ["a", "b"], additionalProperties: false } } },
+  ];
+  const params = Object.fromEntries(TOOLS.map((t) => [t.function.name, ajv.compile(t.function.parameters!)]));
+  const checkCall = (call: OpenAI.ChatCompletionMessageFunctionToolCall, name?: string) => {
+    assert.equal(call.type, "function");
+    assert.match(call.id, /^call_/);
+    if (name) assert.equal(call.function.name, name);
+    const validate = params[call.function.name];
+    assert.ok(validate, `a known tool: ${call.function.name}`);
+    assert.ok(validate(JSON.parse(call.function.arguments)), call.function.arguments);
+  };
+
+  test("tools, not streaming: required and a named function give valid calls; none gives text; auto gives either", async () => {
+    const ask = (tool_choice: OpenAI.ChatCompletionToolChoiceOption, parallel_tool_calls = false) =>
+      s.client.chat.completions.create({ model: NAME, messages: user("What is the weather in Paris?"), tools: TOOLS, tool_choice, parallel_tool_calls, max_tokens: 60, temperature: 0.8, seed: 2 });
+    const required = await ask("required");
+    assert.equal(required.choices[0].finish_reason, "tool_calls");
+    assert.equal(required.choices[0].message.content, null);
+    assert.equal(required.choices[0].message.tool_calls!.length, 1);
+    checkCall(required.choices[0].message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall);
+    const named = await ask({ type: "function", function: { name: "add" } });
+    assert.equal(named.choices[0].finish_reason, "tool_calls");
+    checkCall(named.choices[0].message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall, "add");
+    const none = await ask("none");
+    assert.equal(none.choices[0].message.tool_calls, undefined);
+    assert.equal(typeof none.choices[0].message.content, "string");
+    assert.notEqual(none.choices[0].finish_reason, "tool_calls");
+    const auto = await ask("auto");
+    const m = auto.choices[0].message;
+    if (auto.choices[0].finish_reason === "tool_calls") for (const c of m.tool_calls!) checkCall(c as OpenAI.ChatCompletionMessageFunctionToolCall);
+    else assert.equal(typeof m.content, "string");
+    // The call and its result go back into the conversation.
+    const call = named.choices[0].message.tool_calls![0];
+    const followUp = await s.client.chat.completions.create({
+      model: NAME, tools: TOOLS, max_tokens: 8, temperature: 0,
+      messages: [...user("Add 2 and 3."), { role: "assistant", content: null, tool_calls: [call] }, { role: "tool", tool_call_id: call.id, content: "5" }],
+    });
+    assert.equal(followUp.choices[0].message.role, "assistant");
+  });
+
+  test("tools, streaming: delta.tool_calls as OpenAI sends them (id and name first, then arguments), finish_reason tool_calls", async () => {
+    for (const tool_choice of ["required", { type: "function", function: { name: "get_weather" } }] as OpenAI.ChatCompletionToolChoiceOption[]) {
+      const calls: { id?: string; name?: string; args: string }[] = [];
+      let finish: string | null = null, content = "";
+      const stream = await s.client.chat.completions.create({ model: NAME, messages: user("Weather in Oslo, in celsius?"), tools: TOOLS, tool_choice, parallel_tool_calls: false, max_tokens: 60, temperature: 0, stream: true });
+      for await (const ch of stream) {
+        const d = ch.choices[0]?.delta;
+        content += d?.content ?? "";
+        for (const tc of d?.tool_calls ?? []) {
+          if (tc.id) { assert.equal(calls.length, tc.index, "a new call starts with its id"); calls.push({ id: tc.id, name: tc.function?.name, args: tc.function?.arguments ?? "" }); }
+          else calls[tc.index].args += tc.function?.arguments ?? "";
+        }
+        finish = ch.choices[0]?.finish_reason ?? finish;
+      }
+      assert.equal(finish, "tool_calls");
+      assert.equal(content, "");
+      assert.equal(calls.length, 1);
+      checkCall({ id: calls[0].id!, type: "function", function: { name: calls[0].name!, arguments: calls[0].args } }, typeof tool_choice === "object" ? "get_weather" : undefined);
+    }
+    // The same call, streamed or not (same seed).
+    const body = { model: NAME, messages: user("Add 40 and 2."), tools: TOOLS, tool_choice: "required" as const, parallel_tool_calls: false, max_tokens: 60, temperature: 0.7, seed: 9 };
+    const whole = await s.client.chat.completions.create(body);
+    // The client's own stream helper puts the deltas back together into the same message.
+    const acc = await s.client.chat.completions.stream(body).finalChatCompletion();
+    const [a1, w1] = [acc.choices[0].message.tool_calls![0], whole.choices[0].message.tool_calls![0]] as OpenAI.ChatCompletionMessageFunctionToolCall[];
+    assert.deepEqual([a1.function.name, a1.function.arguments], [w1.function.name, w1.function.arguments]);
+    assert.equal(acc.choices[0].finish_reason, "tool_calls");
+  });
+
+  test("n: independent choices, choice i samples with seed + i; streamed with their own indices", async () => {
+    const body = { model: NAME, messages: user("Name a color."), max_tokens: 8, temperature: 1, seed: 100, ignore_eos: true };
+    const r = await s.client.chat.completions.create({ ...body, n: 3 } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+    assert.equal(r.usage?.completion_tokens, 24);
+    for (let i = 0; i < 3; i++) {
+      const one = await s.client.chat.completions.create({ ...body, seed: 100 + i } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      assert.equal(r.choices[i].message.content, one.choices[0].message.content, `choice ${i}`);
+    }
+    const texts = ["", ""], finishes: (string | null)[] = [null, null];
+    let lps = [0, 0];
+    for await (const ch of await s.client.chat.completions.create({ ...body, n: 2, stream: true, logprobs: true, top_logprobs: 2 } as OpenAI.ChatCompletionCreateParamsStreaming)) {
+      for (const c of ch.choices) {
+        texts[c.index] += c.delta.content ?? "";
+        finishes[c.index] = c.finish_reason ?? finishes[c.index];
+        lps[c.index] += c.logprobs?.content?.length ?? 0;
+        for (const t of c.logprobs?.content ?? []) assert.equal(t.top_logprobs.length, 2);
+      }
+    }
+    assert.deepEqual(texts, r.choices.slice(0, 2).map((c) => c.message.content));
+    assert.deepEqual(finishes, ["length", "length"]);
+    assert.deepEqual(lps, [8, 8], "every token's log-probability, in each choice's stream");
+  });
+
+  test("presence / frequency penalties and logit_bias change the greedy answer as OpenAI defines them", async () => {
+    const body = { model: NAME, messages: user("Repeat the word 'cat' many times."), max_tokens: 24, temperature: 0, ignore_eos: true, logprobs: true, top_logprobs: 5 };
+    const plain = await s.client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const repeats = (text: string[]) => text.length - new Set(text).size;
+    const freq = await s.client.chat.completions.create({ ...body, frequency_penalty: 2 } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const pres = await s.client.chat.completions.create({ ...body, presence_penalty: 2 } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const tokensOf = (r: OpenAI.ChatCompletion) => r.choices[0].logprobs!.content!.map((t) => t.token);
+    assert.ok(repeats(tokensOf(plain)) > 0, "the plain answer repeats tokens");
+    assert.ok(repeats(tokensOf(freq)) < repeats(tokensOf(plain)), `frequency_penalty repeats less: ${freq.choices[0].message.content}`);
+    assert.ok(repeats(tokensOf(pres)) < repeats(tokensOf(plain)), `presence_penalty repeats less: ${pres.choices[0].message.content}`);
+    // logit_bias: -100 bans the greedy first token; +100 forces a token everywhere.
+    const file = model(NAME);
+    const tokenizer = tokenizerFromMetadata(readGGUFHeader(file).metadata, file);
+    const first = tokensOf(plain)[0];
+    const firstId = tokenizer.encode(first, { addBos: false });
+    assert.equal(firstId.length, 1, first);
+    const banned = await s.client.chat.completions.create({ ...body, max_tokens: 3, logit_bias: { [String(firstId[0])]: -100 } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    assert.notEqual(tokensOf(banned)[0], first);
+    const cat = tokenizer.encode(" cat", { addBos: false });
+    const forced = await s.client.chat.completions.create({ ...body, max_tokens: 4, logit_bias: { [String(cat[0])]: 100 } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    assert.deepEqual(tokensOf(forced), Array(4).fill(tokenizer.decode([cat[0]])));
+  });
+
+  test("stop: up to four strings", async () => {
+    const base = await s.client.chat.completions.create({ model: NAME, messages: user("Count from 1 to 10, separated by commas."), max_tokens: 30, temperature: 0 });
+    const text = base.choices[0].message.content!;
+    const at = text.search(/[5]/);
+    assert.ok(at > 0, text);
+    const r = await s.client.chat.completions.create({ model: NAME, messages: user("Count from 1 to 10, separated by commas."), max_tokens: 30, temperature: 0, stop: ["never", "nor this", "5", "no"] });
+    assert.equal(r.choices[0].message.content, text.slice(0, at));
+    assert.equal(r.choices[0].finish_reason, "stop");
+  });
+});
+

@@ -102,7 +102,7 @@ test("SmolLM2: toy infer --chat --json prints the rendered prompt ids and the ex
   const chats = JSON.parse(readFileSync(join(fx.dir, "refs", "chat", `${NAME}.json`), "utf8")) as ChatRef[];
   const c = chats[0];
   const out = toyJson<{ prompt_tokens: number[]; tokens: number[]; text: string }>(
-    ["infer", modelPath(), "--chat", c.messages[0].content, "--temperature", "0", "--max-tokens", "3", "--json", "--cache-type", "f32", "--backend", "ts"]);
+    ["infer", modelPath(), "--chat", c.messages[0].content!, "--temperature", "0", "--max-tokens", "3", "--json", "--cache-type", "f32", "--backend", "ts"]);
   assert.deepEqual(out.prompt_tokens, c.prompt_ids);
   assert.deepEqual(out.tokens, c.exact_greedy.slice(0, 3));
 });

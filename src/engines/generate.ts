@@ -4,7 +4,20 @@
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
 import { EXIT, ToyError } from "../errors.js";
-import { Sampler, type SamplingOptions } from "./sampling.js";
+import { adjustLogits, Sampler, type SamplingOptions } from "./sampling.js";
+
+/**
+ * A constraint on which tokens may come next (e.g. a grammar, src/engines/grammar/): it sees
+ * every step's logits before sampling and every chosen token after.
+ */
+export interface TokenFilter {
+  /** Set the logits of the tokens that may not come next to -Infinity (stop ids included). */
+  maskLogits(logits: Float32Array): void;
+  /** The token chosen (a stop id when the answer ends). */
+  accept(id: number): void;
+  /** Nothing may follow: the answer is complete, generation ends with "stop". */
+  readonly complete: boolean;
+}
 
 export interface GenerateOptions {
   maxTokens: number;
@@ -23,6 +36,8 @@ export interface GenerateOptions {
   promptLogits?: Float32Array;
   /** Checked between tokens: stop as soon as it is aborted. */
   signal?: AbortSignal;
+  /** Only tokens it allows are sampled (structured output). */
+  constraint?: TokenFilter;
 }
 
 export type FinishReason = "stop" | "length" | "aborted";
@@ -104,7 +119,9 @@ export class Generation {
     };
     if (o.signal?.aborted) return end("aborted");
     if (this.tokens.length >= o.maxTokens) return end("length");
-    const id = this.sampler.sample(this.logits, this.history);
+    if (o.constraint?.complete) return end("stop");
+    const id = this.sampler.sample(this.constrained(), this.history);
+    o.constraint?.accept(id);
     if (o.stopIds?.has(id)) return end("stop");
     this.tokens.push(id);
     this.history.push(id);
@@ -113,6 +130,19 @@ export class Generation {
     if (this.cache.length >= this.cache.capacity) return end("length");
     this.pending = id;
     return id;
+  }
+
+  /** This step's logits after logit_bias, penalties and the constraint's mask. */
+  private constrained(): Float32Array {
+    const o = this.opts;
+    let logits = adjustLogits(this.logits, o.sampling, this.tokens);
+    if (!o.constraint) return logits;
+    if (logits === this.logits) logits = Float32Array.from(logits);
+    o.constraint.maskLogits(logits);
+    let any = false;
+    for (let i = 0; i < logits.length && !any; i++) any = logits[i] !== -Infinity;
+    if (!any) throw new ToyError("the constraint allows no token of this vocabulary here (the grammar needs text no token can spell)");
+    return logits;
   }
 
   /** The logits that follow the token `next()` returned (it is now in the cache). */

@@ -1,5 +1,6 @@
 // Choosing the next token from logits: greedy, or a draw after repetition penalty, top-k,
 // temperature, top-p (nucleus) and min-p filtering, in that order (as llama.cpp's default chain).
+// Before the chain, `adjustLogits` applies OpenAI's logit_bias and presence / frequency penalties.
 
 import { Rng } from "../data/rng.js";
 
@@ -17,11 +18,36 @@ export interface SamplingOptions {
   /** How many recent tokens the penalty looks at. */
   repeatLastN: number;
   seed: number;
+  /** OpenAI's presence_penalty: subtracted once from every token already generated. */
+  presencePenalty?: number;
+  /** OpenAI's frequency_penalty: subtracted once per time a token was generated. */
+  frequencyPenalty?: number;
+  /** OpenAI's logit_bias: added to a token's logit (-100 bans it, +100 all but forces it). */
+  logitBias?: ReadonlyMap<number, number>;
 }
 
 export const DEFAULT_SAMPLING: SamplingOptions = {
   temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1, repeatLastN: 64, seed: 0,
 };
+
+/**
+ * logit_bias, then OpenAI's penalties over the generated tokens (not the prompt):
+ *   logit[t] += bias[t] − count[t] · frequency_penalty − (count[t] > 0) · presence_penalty
+ * Returns the logits themselves when nothing applies, else a changed copy.
+ */
+export function adjustLogits(logits: Float32Array, o: SamplingOptions, generated: readonly number[]): Float32Array {
+  const presence = o.presencePenalty ?? 0, frequency = o.frequencyPenalty ?? 0;
+  const penalize = (presence !== 0 || frequency !== 0) && generated.length > 0;
+  if (!penalize && (o.logitBias === undefined || o.logitBias.size === 0)) return logits;
+  const out = Float32Array.from(logits);
+  if (o.logitBias) for (const [id, bias] of o.logitBias) if (id < out.length) out[id] += bias;
+  if (penalize) {
+    const counts = new Map<number, number>();
+    for (const id of generated) counts.set(id, (counts.get(id) ?? 0) + 1);
+    for (const [id, c] of counts) out[id] -= c * frequency + presence;
+  }
+  return out;
+}
 
 export function argmax(logits: ArrayLike<number>): number {
   let best = 0;
@@ -67,11 +93,14 @@ export class Sampler {
     }
     total = probs.reduce((a, b) => a + b, 0);
     let r = this.rng.next() * total;
+    let last = ids[0];
     for (let i = 0; i < ids.length; i++) {
+      if (probs[i] === 0) continue; // masked out (a logit of -Infinity)
+      last = ids[i];
       r -= probs[i];
       if (r < 0) return ids[i];
     }
-    return ids[ids.length - 1];
+    return last; // rounding left r just above 0
   }
 }
 

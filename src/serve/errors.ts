@@ -37,10 +37,11 @@ export function fromFrameworkError(e: unknown): ApiError {
   if (err.validation && err.validation.length > 0) {
     const v = err.validation[0];
     const missing = typeof v.params?.missingProperty === "string" ? v.params.missingProperty : undefined;
-    const param = jsonPointerToParam(v.instancePath, missing);
+    const unknown = typeof v.params?.additionalProperty === "string" ? v.params.additionalProperty : undefined;
+    const param = jsonPointerToParam(v.instancePath, missing ?? unknown);
     const what = param ?? "the request body";
-    const extra = typeof v.params?.additionalProperty === "string" ? ` ("${v.params.additionalProperty}")` : "";
-    return invalid(missing ? `missing required parameter: "${param}"` : `invalid value for ${what}: ${v.message ?? "wrong type"}${extra}`, param);
+    if (unknown !== undefined) return invalid(`unrecognized request argument: "${param}" (this server does not support it)`, param);
+    return invalid(missing ? `missing required parameter: "${param}"` : `invalid value for ${what}: ${v.message ?? "wrong type"}`, param);
   }
   const status = err.statusCode ?? 500;
   if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return new ApiError(413, "the request body is too large", "invalid_request_error", null, "request_too_large");

@@ -11,7 +11,7 @@
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
-import { Generation, type FinishReason } from "../engines/generate.js";
+import { Generation, type FinishReason, type TokenFilter } from "../engines/generate.js";
 import { argmax, topIds, type SamplingOptions } from "../engines/sampling.js";
 import { logSumExp } from "../primitives/softmax.js";
 import { ApiError } from "./errors.js";
@@ -23,6 +23,8 @@ export interface Job {
   maxTokens: number | undefined;
   sampling: SamplingOptions;
   stopIds: ReadonlySet<number>;
+  /** Only tokens it allows are sampled (structured output, forced tool calls). */
+  constraint?: TokenFilter;
   /** Report log-probabilities with this many alternatives (undefined: none). */
   topLogprobs: number | undefined;
   /** Aborting it (the client went away) ends the job and frees its slot at once. */
@@ -311,7 +313,7 @@ export class Scheduler {
     try {
       const g: Generation = new Generation(this.model, job.prompt, {
         maxTokens: job.maxTokens ?? Number.MAX_SAFE_INTEGER, sampling: job.sampling, stopIds: job.stopIds,
-        cache: slot.cache!, signal: job.signal, promptLogits: logits,
+        cache: slot.cache!, signal: job.signal, promptLogits: logits, constraint: job.constraint,
         onToken: (id) => job.onToken(id, job.topLogprobs !== undefined ? logprobsOf(g.currentLogits, id, job.topLogprobs) : undefined),
       });
       a.generation = g;

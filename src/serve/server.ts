@@ -15,15 +15,18 @@ import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { LanguageModel } from "../archs/model.js";
+import { formatGbnf, GrammarConstraint, tokenGrammar } from "../engines/grammar/index.js";
+import { vocabTrie } from "../engines/grammar/tokenMask.js";
 import { UsageError } from "../errors.js";
 import { chatTemplateFor, parseMessages, type ChatTemplate } from "../io/chat/template.js";
 import type { Tokenizer } from "../io/tokenizer/index.js";
 import { ApiError, fromFrameworkError, invalid, notFound } from "./errors.js";
 import { serveMetrics, type ServeMetrics } from "./metrics.js";
 import { chatPage } from "./page.js";
-import { chatSchema, completionSchema, settingsFrom, type ChatBody, type CompletionBody, type GenerationSettings } from "./request.js";
+import { chatSchema, completionSchema, settingsFrom, toolRequest, type ChatBody, type CompletionBody, type GenerationSettings } from "./request.js";
 import { Scheduler, type JobResult } from "./scheduler.js";
 import { TextStream, type TextPiece, type TokenLogprob } from "./textStream.js";
+import { renderInputs, toolCallGbnf, ToolCallParser, toolFamily, type ToolCall, type ToolOutput, type ToolSetup } from "./tools.js";
 
 export interface ServeOptions {
   /** The model id clients name (default: the file name without .gguf). */
@@ -71,6 +74,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
   const inFlightWaiters: (() => void)[] = [];
   const created = Math.floor(Date.now() / 1000);
   const tokenText = tokenTexts(tokenizer);
+  vocabTrie(tokenizer); // built now (~0.5 s for 50k tokens), not on the first structured request
 
   const app = Fastify({
     bodyLimit: opts.bodyLimit,
@@ -138,15 +142,32 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     const body = req.body;
     checkModel(body.model);
     if (body.top_logprobs != null && body.logprobs !== true) throw invalid("top_logprobs needs logprobs: true", "top_logprobs");
+    const settings = settingsFrom(body, body.logprobs === true ? body.top_logprobs ?? 0 : undefined, model.nVocab);
+    const offered = toolRequest(body);
+    const tools: ToolSetup | undefined = offered && { ...offered, family: toolFamily(template) };
+    const calling = tools !== undefined && tools.choice !== "none";
+    if (calling && settings.format) {
+      throw invalid("response_format / grammar cannot be combined with tools (use tool_choice \"none\", or leave them out)", settings.formatParam ?? null);
+    }
     let prompt: number[];
     try {
-      prompt = template.encode(parseMessages(body.messages, "messages"));
+      const inputs = renderInputs(parseMessages(body.messages, "messages"), tools, template);
+      prompt = template.encode(inputs.messages, true, inputs.tools);
     } catch (e) {
       if (e instanceof UsageError) throw invalid(e.message, "messages");
       throw e;
     }
-    const settings = settingsFrom(body, body.logprobs === true ? body.top_logprobs ?? 0 : undefined);
-    return run("chat", req, reply, prompt, settings, settings.ignoreEos ? new Set() : template.stopIds());
+    // A required or named call: decoding follows the grammar of a valid call.
+    if (calling && tools.choice !== "auto") {
+      try {
+        settings.format = { gbnf: toolCallGbnf(tools) };
+      } catch (e) {
+        if (e instanceof UsageError) throw invalid(e.message, "tools");
+        throw e;
+      }
+      settings.formatParam = "tools";
+    }
+    return run("chat", req, reply, prompt, settings, settings.ignoreEos ? new Set() : template.stopIds(), calling ? tools : undefined);
   });
 
   app.post<{ Body: CompletionBody }>("/v1/completions", { schema: { body: completionSchema } }, async (req, reply) => {
@@ -158,84 +179,166 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
       : Array.isArray(p[0]) ? [...p[0]] : [...(p as number[])];
     const bad = prompt.find((id) => id >= model.nVocab);
     if (bad !== undefined) throw invalid(`token id ${bad} is outside the vocabulary (0..${model.nVocab - 1})`, "prompt");
-    const settings = settingsFrom(body, body.logprobs ?? undefined);
-    return run("completion", req, reply, prompt, settings, settings.ignoreEos ? new Set() : tokenizer.stopIds);
+    const settings = settingsFrom(body, body.logprobs ?? undefined, model.nVocab);
+    if (body.best_of != null && body.best_of !== settings.n) throw invalid("best_of is supported only equal to n (every choice is returned; none is ranked)", "best_of");
+    if (body.echo && settings.topLogprobs !== undefined) throw invalid("echo together with logprobs is not supported (prompt tokens are not scored)", "echo");
+    const echo = body.echo ? (typeof p === "string" ? p : typeof p[0] === "string" ? p[0] : tokenizer.decode(prompt)) : "";
+    return run("completion", req, reply, prompt, settings, settings.ignoreEos ? new Set() : tokenizer.stopIds, undefined, echo);
   });
 
-  /** One request's generation, answered as one JSON object or as a stream of events. */
-  async function run(kind: Kind, req: FastifyRequest, reply: FastifyReply, prompt: number[], settings: GenerationSettings, stopIds: ReadonlySet<number>) {
+  /** The grammar constraint for one choice (the compiled grammar and its masks are shared). */
+  function constraintFor(settings: GenerationSettings, stopIds: ReadonlySet<number>): GrammarConstraint | undefined {
+    if (!settings.format) return undefined;
+    try {
+      return new GrammarConstraint(tokenGrammar(formatGbnf(settings.format, settings.formatParam), tokenizer), stopIds);
+    } catch (e) {
+      if (e instanceof UsageError) throw invalid(e.message, settings.formatParam ?? null);
+      throw e;
+    }
+  }
+
+  /**
+   * One request's generations (n choices, each its own job with seed + index), answered as one
+   * JSON object or as a stream of events. Each choice's tokens go through its TextStream (UTF-8,
+   * stop sequences) and, when tools are offered, its ToolCallParser (content vs. calls).
+   */
+  async function run(kind: Kind, req: FastifyRequest, reply: FastifyReply, prompt: number[], settings: GenerationSettings, stopIds: ReadonlySet<number>, tools?: ToolSetup, echo = "") {
     const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`;
     const head = { id, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", created: Math.floor(Date.now() / 1000), model: opts.name, system_fingerprint: opts.fingerprint };
-    const text = new TextStream(tokenizer, settings.stop);
     const abort = new AbortController();
-    // The socket closed before the answer was finished: stop generating, free the slot.
+    // The socket closed before the answer was finished: stop generating, free the slots.
     reply.raw.on("close", () => { if (!reply.raw.writableFinished) abort.abort(); });
-    const logprobs: TokenLogprob[] = [];
     let sse: ServerResponse | undefined;
     const arrived = performance.now();
-    let lastToken = 0;
 
     if (prompt.length > opts.contextSize) {
       throw invalid(`the prompt (${prompt.length} tokens) is longer than the context (${opts.contextSize} tokens)`, kind === "chat" ? "messages" : "prompt", "context_length_exceeded");
     }
 
-    const send = (piece: TextPiece, finish: string | null, extra: Record<string, unknown> = {}) => {
-      if (sse!.destroyed || sse!.writableEnded) return; // the client has gone; the job ends next tick
-      const lp = settings.topLogprobs !== undefined ? formatLogprobs(kind, piece.logprobs, tokenText) : null;
+    interface Choice {
+      index: number;
+      text: TextStream;
+      tools?: ToolCallParser;
+      content: string;
+      calls: ToolCall[];
+      logprobs: TokenLogprob[];
+      done?: Promise<JobResult>;
+      /** When its last token came (0: none yet), for the latency metrics. */
+      lastToken: number;
+    }
+    const choices: Choice[] = Array.from({ length: settings.n }, (_, index) => ({
+      index, content: "", calls: [], logprobs: [], lastToken: 0,
+      // Tool calls may be written with control tokens ([TOOL_CALLS], <|python_tag|>): read them as text.
+      text: new TextStream(tokenizer, settings.stop, tools !== undefined),
+      tools: tools && new ToolCallParser(tools.family, tools.choice !== "auto"),
+    }));
+
+    const send = (c: Choice, delta: Record<string, unknown>, lps: TokenLogprob[], finish: string | null, extra: Record<string, unknown> = {}) => {
+      if (sse!.destroyed || sse!.writableEnded) return; // the client has gone; the jobs end next tick
+      // Log-probabilities go with text (the role chunk, tool-call chunks and the last chunk have none).
+      const lp = settings.topLogprobs !== undefined && (lps.length > 0 || ("content" in delta && !("role" in delta))) ? formatLogprobs(kind, lps, tokenText) : null;
       const choice = kind === "chat"
-        ? { index: 0, delta: piece.text !== "" || finish === null ? { content: piece.text } : {}, logprobs: lp, finish_reason: finish }
-        : { index: 0, text: piece.text, logprobs: lp, finish_reason: finish };
+        ? { index: c.index, delta, logprobs: lp, finish_reason: finish }
+        : { index: c.index, text: (delta.content as string | undefined) ?? "", logprobs: lp, finish_reason: finish };
       sse!.write(`data: ${JSON.stringify({ ...head, choices: [choice], ...extra })}\n\n`);
     };
 
-    const done = scheduler.submit({
-      prompt, maxTokens: settings.maxTokens, sampling: settings.sampling, stopIds, topLogprobs: settings.topLogprobs, signal: abort.signal,
-      onToken: (tok, lp) => {
-        const now = performance.now();
-        if (lastToken === 0) metrics.firstToken((now - arrived) / 1000);
-        else metrics.nextToken((now - lastToken) / 1000);
-        lastToken = now;
-        const piece = text.push(tok, lp);
-        if (sse && (piece.text !== "" || piece.logprobs.length > 0)) send(piece, null);
-        else logprobs.push(...piece.logprobs);
-        if (text.stopped) return false;
-      },
-    }); // throws 503 / 400 here, before anything is sent
-    done.then((r) => metrics.generation(r.promptTokens, r.cachedTokens, r.tokens.length, r.finishReason), () => {});
+    /** Text released by a choice's TextStream: content and finished calls, sent or kept. */
+    const deliver = (c: Choice, piece: TextPiece, final: boolean) => {
+      const out: ToolOutput = c.tools ? (final ? mergeOutputs(c.tools.push(piece.text), c.tools.end()) : c.tools.push(piece.text)) : { content: piece.text, calls: [] };
+      if (!sse) {
+        c.content += out.content;
+        c.calls.push(...out.calls);
+        c.logprobs.push(...piece.logprobs);
+        return;
+      }
+      if (out.content !== "" || piece.logprobs.length > 0) send(c, { content: out.content }, piece.logprobs, null);
+      for (const call of out.calls) {
+        // As OpenAI streams a call: its id and name first, then the arguments.
+        const k = c.calls.length;
+        c.calls.push(call);
+        send(c, { tool_calls: [{ index: k, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }, [], null);
+        send(c, { tool_calls: [{ index: k, function: { arguments: call.function.arguments } }] }, [], null);
+      }
+    };
+
+    const finishReason = (c: Choice, r: JobResult): "stop" | "length" | "tool_calls" =>
+      c.calls.length > 0 ? "tool_calls" : c.text.stopped || r.finishReason === "stop" ? "stop" : "length";
+
+    try {
+      for (const c of choices) {
+        c.done = scheduler.submit({
+          prompt, maxTokens: settings.maxTokens, sampling: { ...settings.sampling, seed: (settings.sampling.seed + c.index) >>> 0 },
+          stopIds, topLogprobs: settings.topLogprobs, signal: abort.signal, constraint: constraintFor(settings, stopIds),
+          onToken: (tok, lp) => {
+            const now = performance.now();
+            if (c.lastToken === 0) metrics.firstToken((now - arrived) / 1000);
+            else metrics.nextToken((now - c.lastToken) / 1000);
+            c.lastToken = now;
+            const piece = c.text.push(tok, lp);
+            if (piece.text !== "" || piece.logprobs.length > 0) deliver(c, piece, false);
+            if (c.text.stopped) return false;
+          },
+        }); // throws 503 / 400 here, before anything is sent
+        c.done.then((r) => metrics.generation(r.promptTokens, r.cachedTokens, r.tokens.length, r.finishReason), () => {});
+      }
+    } catch (e) {
+      abort.abort(); // the choices already queued
+      throw e;
+    }
+
+    /** A choice has ended: what is left of its text, and the chunk with its finish_reason. */
+    const settle = (c: Choice, r: JobResult) => {
+      deliver(c, c.text.end(), true);
+      if (sse) send(c, {}, [], finishReason(c, r), c.index === 0 ? { timings: timings([r]) } : {});
+    };
 
     if (settings.stream) {
       reply.hijack();
       sse = reply.raw;
       sse.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
-      if (kind === "chat") sse.write(`data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] })}\n\n`);
-      let result: JobResult;
+      for (const c of choices) {
+        if (kind === "chat") send(c, { role: "assistant", content: "" }, [], null);
+        if (echo) send(c, { content: echo }, [], null);
+      }
+      let results: JobResult[];
       try {
-        result = await done;
+        results = await Promise.all(choices.map((c) => c.done!.then((r) => {
+          if (r.finishReason !== "aborted" && !sse!.writableEnded) settle(c, r);
+          return r;
+        })));
       } catch (e) {
+        abort.abort();
         if (!sse.writableEnded) sse.end(`data: ${JSON.stringify(fromFrameworkError(e).body())}\n\ndata: [DONE]\n\n`);
         return;
       }
-      if (result.finishReason === "aborted" || sse.writableEnded) { sse.end(); return; }
-      const last = text.end();
-      if (last.text !== "" || last.logprobs.length > 0) send(last, null);
-      send({ text: "", logprobs: [] }, finishReason(result, text), { timings: timings(result) });
-      if (settings.includeUsage) sse.write(`data: ${JSON.stringify({ ...head, choices: [], usage: usage(result) })}\n\n`);
+      if (results.some((r) => r.finishReason === "aborted") || sse.writableEnded) { sse.end(); return; }
+      if (settings.includeUsage) sse.write(`data: ${JSON.stringify({ ...head, choices: [], usage: usage(results) })}\n\n`);
       sse.end("data: [DONE]\n\n");
       return;
     }
 
-    const result = await done;
-    if (result.finishReason === "aborted") return reply.hijack(); // nobody to answer
-    const last = text.end();
-    logprobs.push(...last.logprobs);
-    const lp = settings.topLogprobs !== undefined ? formatLogprobs(kind, logprobs, tokenText) : null;
-    const finish = finishReason(result, text);
-    const choice = kind === "chat"
-      ? { index: 0, message: { role: "assistant", content: text.released, refusal: null }, logprobs: lp, finish_reason: finish }
-      : { index: 0, text: text.released, logprobs: lp, finish_reason: finish };
+    let results: JobResult[];
+    try {
+      results = await Promise.all(choices.map((c) => c.done!));
+    } catch (e) {
+      abort.abort();
+      throw e;
+    }
+    if (results.some((r) => r.finishReason === "aborted")) return reply.hijack(); // nobody to answer
+    const out = choices.map((c, i) => {
+      settle(c, results[i]);
+      const lp = settings.topLogprobs !== undefined ? formatLogprobs(kind, c.logprobs, tokenText) : null;
+      const finish = finishReason(c, results[i]);
+      if (kind === "completion") return { index: c.index, text: echo + c.content, logprobs: lp, finish_reason: finish };
+      const message = c.calls.length > 0
+        ? { role: "assistant", content: c.content === "" ? null : c.content, tool_calls: c.calls, refusal: null }
+        : { role: "assistant", content: c.content, refusal: null };
+      return { index: c.index, message, logprobs: lp, finish_reason: finish };
+    });
     return {
       ...head, object: kind === "chat" ? "chat.completion" : "text_completion",
-      choices: [choice], usage: usage(result), timings: timings(result),
+      choices: out, usage: usage(results), timings: timings(results),
     };
   }
 
@@ -271,23 +374,27 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
   };
 }
 
-function finishReason(r: JobResult, text: TextStream): "stop" | "length" {
-  return text.stopped || r.finishReason === "stop" ? "stop" : "length";
+function mergeOutputs(a: ToolOutput, b: ToolOutput): ToolOutput {
+  return { content: a.content + b.content, calls: [...a.calls, ...b.calls] };
 }
 
-function usage(r: JobResult) {
+/** Token counts over all choices (the prompt counted once, as OpenAI does). */
+function usage(rs: JobResult[]) {
+  const completion = rs.reduce((n, r) => n + r.tokens.length, 0);
   return {
-    prompt_tokens: r.promptTokens, completion_tokens: r.tokens.length, total_tokens: r.promptTokens + r.tokens.length,
-    prompt_tokens_details: { cached_tokens: r.cachedTokens },
+    prompt_tokens: rs[0].promptTokens, completion_tokens: completion, total_tokens: rs[0].promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: rs[0].cachedTokens },
   };
 }
 
-/** llama.cpp's extension: how long the prompt and the answer took. */
-function timings(r: JobResult) {
+/** llama.cpp's extension: how long the prompt and the answer took (the first choice's prompt; all choices' tokens). */
+function timings(rs: JobResult[]) {
+  const predicted = rs.reduce((n, r) => n + r.tokens.length, 0);
+  const ms = Math.max(...rs.map((r) => r.generateMs));
   return {
-    prompt_n: r.promptTokens - r.cachedTokens, prompt_ms: r.promptMs,
-    predicted_n: r.tokens.length, predicted_ms: r.generateMs,
-    predicted_per_second: r.generateMs > 0 ? r.tokens.length / (r.generateMs / 1000) : 0,
+    prompt_n: rs[0].promptTokens - rs[0].cachedTokens, prompt_ms: rs[0].promptMs,
+    predicted_n: predicted, predicted_ms: ms,
+    predicted_per_second: ms > 0 ? predicted / (ms / 1000) : 0,
   };
 }
 

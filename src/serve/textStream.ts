@@ -24,8 +24,9 @@ export class TextStream {
   /** Set when a stop sequence appeared: the text ends before it. */
   stopped = false;
 
-  constructor(tokenizer: Tokenizer, private stops: readonly string[]) {
-    this.decoder = tokenizer.streamDecoder();
+  /** `special`: control tokens read as their text (tool-call markers such as [TOOL_CALLS]). */
+  constructor(tokenizer: Tokenizer, private stops: readonly string[], special = false) {
+    this.decoder = tokenizer.streamDecoder({ special });
   }
 
   /** Add one token; returns what may be sent now (possibly nothing). */

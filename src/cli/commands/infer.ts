@@ -3,6 +3,8 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { generateAsync, type GenerateResult } from "../../engines/generate.js";
+import { formatGbnf, parseGbnf, structuredOutput, type OutputFormat } from "../../engines/grammar/index.js";
+import { Program } from "../../engines/grammar/recognizer.js";
 import { DEFAULT_SAMPLING, type SamplingOptions } from "../../engines/sampling.js";
 import type { KVType } from "../../blocks/kvCacheTypes.js";
 import { UsageError } from "../../errors.js";
@@ -31,6 +33,8 @@ export interface InferFlags {
   threads?: number;
   lora?: string;
   cacheType?: KVType;
+  jsonSchema?: string;
+  grammar?: string;
 }
 
 export function inferCommand(): Command {
@@ -51,6 +55,8 @@ export function inferCommand(): Command {
     .option("--seed <s>", "random seed for sampling", int("--seed", 0), DEFAULT_SAMPLING.seed)
     .option("--ignore-eos", "keep generating past end-of-sequence tokens (up to --max-tokens)")
     .option("--json", "print one JSON object instead of streaming text")
+    .option("--json-schema <file>", "constrain the answer to JSON valid against this JSON Schema file")
+    .option("--grammar <file>", "constrain the answer to this GBNF grammar file (llama.cpp's notation)")
     .option("--lora <adapter>", "a LoRA adapter GGUF (llama.cpp format) applied to the model at load time");
   backendOptions(cmd);
   cacheTypeOption(cmd);
@@ -62,6 +68,19 @@ export function samplingFrom(flags: InferFlags): SamplingOptions {
     temperature: flags.temperature, topK: flags.topK, topP: flags.topP, minP: flags.minP,
     repeatPenalty: flags.repeatPenalty, repeatLastN: DEFAULT_SAMPLING.repeatLastN, seed: flags.seed,
   };
+}
+
+function readText(path: string, flag: string): string {
+  try { return readFileSync(path, "utf8"); } catch (e) { throw new UsageError(`${flag} ${path}: cannot read (${(e as NodeJS.ErrnoException).code ?? e})`); }
+}
+
+/** --json-schema / --grammar as an output format (undefined: free text). */
+export function outputFormatFrom(flags: InferFlags): OutputFormat | undefined {
+  if (flags.jsonSchema !== undefined && flags.grammar !== undefined) throw new UsageError("give --json-schema or --grammar, not both");
+  if (flags.grammar !== undefined) return { gbnf: readText(flags.grammar, "--grammar") };
+  if (flags.jsonSchema === undefined) return undefined;
+  const text = readText(flags.jsonSchema, "--json-schema");
+  try { return { jsonSchema: JSON.parse(text) }; } catch (e) { throw new UsageError(`--json-schema ${flags.jsonSchema}: not valid JSON (${(e as Error).message})`); }
 }
 
 function readMessages(path: string): ChatMessage[] {
@@ -76,6 +95,8 @@ async function runInfer(modelPath: string, flags: InferFlags): Promise<void> {
   const inputs = [flags.prompt, flags.ids, flags.chat, flags.messages].filter((x) => x !== undefined).length;
   if (inputs !== 1) throw new UsageError("give exactly one of --prompt TEXT, --ids 1,2,3, --chat [TEXT] or --messages FILE");
   if (flags.system !== undefined && flags.chat === undefined) throw new UsageError("--system goes with --chat");
+  const format = outputFormatFrom(flags); // a bad schema or grammar is a usage error before the model loads
+  if (format) new Program(parseGbnf(formatGbnf(format, flags.grammar !== undefined ? `--grammar ${flags.grammar}` : `--json-schema ${flags.jsonSchema}`)));
   const opened = openModel(modelPath, flags, flags.json);
   if (flags.chat === true) return interactiveChat(opened, flags);
 
@@ -114,13 +135,16 @@ async function runInfer(modelPath: string, flags: InferFlags): Promise<void> {
 /** Generate, streaming text to stdout unless --json; Ctrl-C stops the answer, not the program. */
 export async function streamAnswer(opened: OpenedModel, prompt: number[], stopIds: ReadonlySet<number>, flags: InferFlags, reuse?: { cache: GenerateResult["cache"]; cachedIds: number[] }): Promise<GenerateResult> {
   const stream = opened.tokenizer.streamDecoder();
+  const format = outputFormatFrom(flags);
+  const where = flags.grammar !== undefined ? `--grammar ${flags.grammar}` : `--json-schema ${flags.jsonSchema}`;
+  const constraint = format ? structuredOutput(format, opened.tokenizer, stopIds, where) : undefined;
   const abort = new AbortController();
   const onSigint = () => abort.abort();
   process.on("SIGINT", onSigint);
   try {
     const result = await generateAsync(opened.model, prompt, {
       maxTokens: flags.maxTokens, sampling: samplingFrom(flags), stopIds, signal: abort.signal,
-      cache: reuse?.cache, cachedIds: reuse?.cachedIds,
+      cache: reuse?.cache, cachedIds: reuse?.cachedIds, constraint,
       onToken: flags.json ? undefined : (id) => { process.stdout.write(stream.push(id)); },
     });
     if (!flags.json) process.stdout.write(stream.flush() + "\n");

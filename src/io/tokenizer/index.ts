@@ -37,6 +37,8 @@ export interface Tokenizer {
   decode(ids: ArrayLike<number>, opts?: DecodeOptions): string;
   /** The raw token text, as the vocabulary spells it (e.g. "▁the", "Ġthe", "<0x0A>"). */
   piece(id: number): string;
+  /** The bytes a token adds to generated text, as streamed (empty for control tokens). */
+  bytes(id: number): Uint8Array;
   /** Incremental decoding: `push` returns only complete UTF-8 text. */
   streamDecoder(opts?: DecodeOptions): { push(id: number): string; flush(): string };
   /** Exact token lookup (e.g. "<|im_end|>"). */
@@ -105,6 +107,10 @@ class GGUFTokenizer implements Tokenizer {
     const t = this.vocab.tokens[id];
     if (t === undefined) throw new RangeError(`token id ${id} is outside the vocabulary (0..${this.vocabSize - 1})`);
     return t;
+  }
+
+  bytes(id: number): Uint8Array {
+    return this.pieces.get(id, false);
   }
 
   streamDecoder(opts?: DecodeOptions): StreamDecoder {
