@@ -122,12 +122,14 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
     else pool_for(quantize, &m, T);
   }
 #if HAVE_X86
-  // Matrix–vector work (decode) takes the fused dot products: weight blocks read in place.
-  if (avx2 && T <= 3 && vd_for(type)) {
+  // Types with fused kernels take them for every T: weight blocks read in place, and each output
+  // summed in the same order whatever T (batch invariance), llama.cpp's vec_dot order.
+  if (avx2 && vd_for(type).x1) {
     const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
-    const toy_chunk_fn chunk = toy_has_vnni && vnni_for(type) ? vnni_chunk : vd_chunk; // same bits
+    const toy_chunk_fn chunk = toy_has_vnni && vnni_for(type).x1 ? vnni_chunk : vd_chunk; // same bits
     if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
-    else pool_for_runs(chunk, &m, nchunks);
+    else if (T <= 3) pool_for_runs(chunk, &m, nchunks);
+    else pool_for(chunk, &m, nchunks);
     return;
   }
 #endif

@@ -52,113 +52,154 @@ static inline __m512i vnni_two_x16(const uint8_t *a, const uint8_t *b) {
 }
 
 /** Stores each row's result: the AVX2 kernel's horizontal sum of its half. */
-static inline void vnni_finish(__m512 a0, __m512 a1, __m512 a2, __m512 a3, float *out) {
-  const __m512 acc[4] = { a0, a1, a2, a3 };
+static inline void vnni_finish(const __m512 *acc, float *out) {
   for (int p = 0; p < 4; p++) {
     out[2 * p] = hsum_f32_avx2(_mm512_castps512_ps256(acc[p]));
     out[2 * p + 1] = hsum_f32_avx2(_mm512_extractf32x8_ps(acc[p], 1));
   }
 }
 
-/** Rows w, w + rb, …, w + 7·rb (Q4_1) times x: out[i] = row i · x, as vd_q4_1 computes it. */
-static void vnni_q4_1_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out) {
+// The kernels below take NR activation rows (1 or 4, constant once inlined): the eight weight
+// rows' blocks are decoded once per block step and each activation row keeps its own four
+// accumulators, so every output is the one-row kernel's sum whatever NR (batch invariance).
+// out[r * ostride + i] = weight row i · x[r].
+#define VNNI_KERNEL static inline __attribute__((always_inline))
+#define VNNI_ZERO4 { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() }
+#define XQ512(r, u) _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r].q + 32 * (u))))
+
+/** Rows w, w + rb, …, w + 7·rb (Q4_1) times x, as vd_q4_1 computes it. */
+VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   // Nibbles: 128-bit lanes hold row 2p's bytes, twice, then row 2p+1's; the odd lanes shift by 4.
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0; // named: arrays end up on the stack
-  __m256 offs = _mm256_setzero_ps();
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + 20 * u;
     vnni_prefetch(w, rb, nu, u);
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
-    offs = _mm256_add_ps(offs, _mm256_mul_ps(m, _mm256_set1_ps(x->fs[2 * u])));
-    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x->dx[u]));
-    const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->q + 32 * u)));
-#define PAIR(acc, p) do { \
-      const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 4 + 2 * (p) * rb, b + 4 + (2 * (p) + 1) * rb), counts), m4); \
-      const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xq); \
-      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(sum), acc); \
-    } while (0)
-    PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
-#undef PAIR
+    __m512i q[4];
+    for (int p = 0; p < 4; p++) q[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 4 + 2 * p * rb, b + 4 + (2 * p + 1) * rb), counts), m4);
+    for (int r = 0; r < NR; r++) {
+      offs[r] = _mm256_add_ps(offs[r], _mm256_mul_ps(m, _mm256_set1_ps(x[r].fs[2 * u])));
+      const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+      const __m512i xq = XQ512(r, u);
+      for (int p = 0; p < 4; p++)
+        acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[p], xq)), acc[r][p]);
+    }
   }
-  float e[8];
-  _mm256_storeu_ps(e, offs);
-  vnni_finish(a0, a1, a2, a3, out);
-  for (int r = 0; r < 8; r++) out[r] += e[r]; // + offsets, as vd_q4_1 ends
+  for (int r = 0; r < NR; r++) {
+    float e[8];
+    _mm256_storeu_ps(e, offs[r]);
+    vnni_finish(acc[r], out + r * ostride);
+    for (int i = 0; i < 8; i++) out[r * ostride + i] += e[i]; // + offsets, as vd_q4_1 ends
+  }
 }
 
 /** |q| × (x with q's sign) summed per 4 bytes: AVX2's sign trick for signed × signed, as vd_ss
  *  computes it (q = 0 gives 0 either way). */
-static inline __m512i vnni_ss(__m512i q, __m512i xq) {
-  const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(q), _mm512_setzero_si512(), xq);
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), xs);
+static inline __m512i vnni_ss(__m512i qa, __mmask64 neg, __m512i xq) {
+  const __m512i xs = _mm512_mask_sub_epi8(xq, neg, _mm512_setzero_si512(), xq);
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), qa, xs);
+}
+
+/** Signed weights (Q4_0 − 8, Q8_0) for eight rows, as |q| and sign masks per pair of rows. */
+VNNI_KERNEL void vnni_signed_n(const __m512i *qa, const __mmask64 *neg, const __m256 d, const xrow_t *x, int NR, int64_t u, __m512 acc[4][4]) {
+  for (int r = 0; r < NR; r++) {
+    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+    const __m512i xq = XQ512(r, u);
+    for (int p = 0; p < 4; p++)
+      acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(vnni_ss(qa[p], neg[p], xq)), acc[r][p]);
+  }
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
-static void vnni_q4_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out) {
+VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + 18 * u;
     vnni_prefetch(w, rb, nu, u);
-    const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb))), _mm256_set1_ps(x->dx[u]));
-    const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->q + 32 * u)));
-#define PAIR(acc, p) do { \
-      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * (p) * rb, b + 2 + (2 * (p) + 1) * rb), counts), m4); \
-      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(vnni_ss(_mm512_sub_epi8(nib, eight), xq)), acc); \
-    } while (0)
-    PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
-#undef PAIR
+    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
+    __m512i qa[4];
+    __mmask64 neg[4];
+    for (int p = 0; p < 4; p++) {
+      const __m512i q = _mm512_sub_epi8(_mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4), eight);
+      qa[p] = _mm512_abs_epi8(q);
+      neg[p] = _mm512_movepi8_mask(q);
+    }
+    vnni_signed_n(qa, neg, d, x, NR, u, acc);
   }
-  vnni_finish(a0, a1, a2, a3, out);
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it. */
-static void vnni_q8_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + 34 * u;
     vnni_prefetch(w, rb, nu, u);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
-    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x->dx[u]));
-    const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->q + 32 * u)));
-#define PAIR(acc, p) do { \
-      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 + 2 * (p) * rb))), \
-                                           _mm256_loadu_si256((const __m256i *)(b + 2 + (2 * (p) + 1) * rb)), 1); \
-      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(vnni_ss(q, xq)), acc); \
-    } while (0)
-    PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
-#undef PAIR
+    __m512i qa[4];
+    __mmask64 neg[4];
+    for (int p = 0; p < 4; p++) {
+      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 + 2 * p * rb))),
+                                           _mm256_loadu_si256((const __m256i *)(b + 2 + (2 * p + 1) * rb)), 1);
+      qa[p] = _mm512_abs_epi8(q);
+      neg[p] = _mm512_movepi8_mask(q);
+    }
+    vnni_signed_n(qa, neg, d, x, NR, u, acc);
   }
-  vnni_finish(a0, a1, a2, a3, out);
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
+#undef XQ512
 
-typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float *);
+typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float *, int64_t);
+#define VNNI_PAIR(name) \
+  static void name##_x1(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, x, 1, nu, out, os); } \
+  static void name##_x4(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, x, 4, nu, out, os); }
+VNNI_PAIR(vnni_q4_0)
+VNNI_PAIR(vnni_q4_1)
+VNNI_PAIR(vnni_q8_0)
+#undef VNNI_PAIR
 
-static vnni_fn vnni_for(int type) {
+typedef struct { vnni_fn x1, x4; } vnni_pair;
+
+static vnni_pair vnni_for(int type) {
   switch (type) {
-    case T_Q4_0: return vnni_q4_0_x8;
-    case T_Q4_1: return vnni_q4_1_x8;
-    case T_Q8_0: return vnni_q8_0_x8;
-    default: return NULL;
+    case T_Q4_0: return (vnni_pair){ vnni_q4_0_x1, vnni_q4_0_x4 };
+    case T_Q4_1: return (vnni_pair){ vnni_q4_1_x1, vnni_q4_1_x4 };
+    case T_Q8_0: return (vnni_pair){ vnni_q8_0_x1, vnni_q8_0_x4 };
+    default: return (vnni_pair){ NULL, NULL };
   }
 }
 
-/** vd_chunk with eight rows per call; rows past a multiple of eight take the AVX2 kernel. */
+/** vd_chunk with eight weight rows per call; rows past a multiple of eight take the AVX2 kernel. */
 static void vnni_chunk(void *p, int64_t blk, int ith) {
   (void)ith;
   const mm_t *m = p;
-  const vnni_fn f8 = vnni_for(m->type);
-  const vd_fn f1 = vd_for(m->type);
-  const int64_t nu = m->cols / 32, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < m->rows ? r0 + VD_ROWS : m->rows;
-  for (int64_t t = 0; t < m->T; t++) {
-    const xrow_t xr = xrow_at(m, t);
-    float *out = m->out + t * m->rows;
+  const vnni_pair f8 = vnni_for(m->type);
+  const vd_pair f1 = vd_for(m->type);
+  const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
+  int64_t t = 0;
+  for (; t + 4 <= m->T; t += 4) {
+    const xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
+    float *out = m->out + t * rows;
     int64_t r = r0;
-    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8(m->w + r * m->rb, m->rb, &xr, nu, out + r);
-    for (; r < r1; r++) out[r] = f1(m->w + r * m->rb, &xr, nu);
+    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x4(m->w + r * m->rb, m->rb, xr, nu, out + r, rows);
+    for (; r < r1; r++) {
+      float o[4];
+      f1.x4(m->w + r * m->rb, xr, nu, o);
+      for (int k = 0; k < 4; k++) out[k * rows + r] = o[k];
+    }
+  }
+  for (; t < m->T; t++) {
+    const xrow_t xr = xrow_at(m, t);
+    float *out = m->out + t * rows;
+    int64_t r = r0;
+    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x1(m->w + r * m->rb, m->rb, &xr, nu, out + r, rows);
+    for (; r < r1; r++) f1.x1(m->w + r * m->rb, &xr, nu, out + r);
   }
 }

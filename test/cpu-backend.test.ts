@@ -189,7 +189,7 @@ const vnniSkip = skip || (cpu.info.simd !== "avx512vnni" && "this CPU has no AVX
 if (vnniSkip && !skip) console.warn(`# SKIP VNNI-vs-AVX2 bit comparison: ${vnniSkip}`);
 test("AVX-512 VNNI kernels give exactly the AVX2 kernels' results, for 1 and 2 threads", { skip: vnniSkip }, () => {
   const helper = fileURLToPath(new URL("./helpers/matmul-outputs.js", import.meta.url));
-  const r = spawnSync(process.execPath, [helper], { encoding: "utf8", env: { ...process.env, TOY_SIMD: "avx2" }, timeout: 120_000 });
+  const r = spawnSync(process.execPath, [helper], { encoding: "utf8", env: { ...process.env, TOY_SIMD: "avx2" }, timeout: 120_000, maxBuffer: 64 << 20 });
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { simd: string; threads: number; outputs: string[] });
   const mine = matmulOutputs(cpu).map((o) => Buffer.from(o.buffer, o.byteOffset, o.byteLength).toString("base64"));
