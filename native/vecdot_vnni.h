@@ -154,6 +154,69 @@ VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int N
   }
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
+/** The fifth bits of rows 2p and 2p+1 (the u32 at qh, qh + rb) as a byte mask over a pair
+ *  register: bit j of each half is value j, as the nibbles are laid out (low, then high). */
+static inline __mmask64 vnni_qh_pair(const uint8_t *qh, size_t rb) {
+  uint32_t a, b;
+  memcpy(&a, qh, 4);
+  memcpy(&b, qh + rb, 4);
+  return _cvtu64_mask64((uint64_t)a | (uint64_t)b << 32);
+}
+
+/** Rows w, w + rb, …, w + 7·rb (Q5_0) times x, as vd_q5_0 computes it. */
+VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + 22 * u;
+    vnni_prefetch(w, rb, nu, u);
+    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
+    __m512i qa[4];
+    __mmask64 neg[4];
+    for (int p = 0; p < 4; p++) {
+      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 6 + 2 * p * rb, b + 6 + (2 * p + 1) * rb), counts), m4);
+      // q − 16: subtract 16 where the fifth bit is 0 (vd_q5_0's nibble | 0xf0).
+      const __m512i q = _mm512_mask_sub_epi8(nib, _knot_mask64(vnni_qh_pair(b + 2 + 2 * p * rb, rb)), nib, k16);
+      qa[p] = _mm512_abs_epi8(q);
+      neg[p] = _mm512_movepi8_mask(q);
+    }
+    vnni_signed_n(qa, neg, d, x, NR, u, acc);
+  }
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
+}
+
+/** Rows w, w + rb, …, w + 7·rb (Q5_1) times x, as vd_q5_1 computes it. */
+VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + 24 * u;
+    vnni_prefetch(w, rb, nu, u);
+    const __m256i dm = vnni_heads(b, rb);
+    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
+    __m512i q[4];
+    for (int p = 0; p < 4; p++) {
+      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 8 + 2 * p * rb, b + 8 + (2 * p + 1) * rb), counts), m4);
+      q[p] = _mm512_mask_add_epi8(nib, vnni_qh_pair(b + 4 + 2 * p * rb, rb), nib, k16);
+    }
+    for (int r = 0; r < NR; r++) {
+      offs[r] = _mm256_add_ps(offs[r], _mm256_mul_ps(m, _mm256_set1_ps(x[r].fs[2 * u])));
+      const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+      const __m512i xq = XQ512(r, u);
+      for (int p = 0; p < 4; p++)
+        acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[p], xq)), acc[r][p]);
+    }
+  }
+  for (int r = 0; r < NR; r++) {
+    float e[8];
+    _mm256_storeu_ps(e, offs[r]);
+    vnni_finish(acc[r], out + r * ostride);
+    for (int i = 0; i < 8; i++) out[r * ostride + i] += e[i];
+  }
+}
 #undef XQ512
 
 typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float *, int64_t);
@@ -163,6 +226,8 @@ typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float 
 VNNI_PAIR(vnni_q4_0)
 VNNI_PAIR(vnni_q4_1)
 VNNI_PAIR(vnni_q8_0)
+VNNI_PAIR(vnni_q5_0)
+VNNI_PAIR(vnni_q5_1)
 #undef VNNI_PAIR
 
 typedef struct { vnni_fn x1, x4; } vnni_pair;
@@ -172,6 +237,8 @@ static vnni_pair vnni_for(int type) {
     case T_Q4_0: return (vnni_pair){ vnni_q4_0_x1, vnni_q4_0_x4 };
     case T_Q4_1: return (vnni_pair){ vnni_q4_1_x1, vnni_q4_1_x4 };
     case T_Q8_0: return (vnni_pair){ vnni_q8_0_x1, vnni_q8_0_x4 };
+    case T_Q5_0: return (vnni_pair){ vnni_q5_0_x1, vnni_q5_0_x4 };
+    case T_Q5_1: return (vnni_pair){ vnni_q5_1_x1, vnni_q5_1_x4 };
     default: return (vnni_pair){ NULL, NULL };
   }
 }
