@@ -47,6 +47,11 @@ static void init_f16_table(void) {
 #include "hsum_avx2.h"
 #define VD_ROWS 32 // weight rows per chunk of the fused matrix–vector path
 #include "vecdot_avx2.h"
+#define VF(f) vf_##f##_avx2
+#define VF_NW 2 // 2 weight rows × 4 activation rows: 8 accumulators of AVX2's 16 registers
+#include "vecdot_float.h"
+#undef VF
+#undef VF_NW
 #define IMPL_AVX2 1
 #define NAME(f) f##_avx2
 #include "matmul_impl.h"
@@ -57,6 +62,11 @@ static void init_f16_table(void) {
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
 #include "vecdot_vnni.h"
+#define VF(f) vf_##f##_avx512
+#define VF_NW 4 // 4 × 4 accumulators: AVX-512 has 32 vector registers
+#include "vecdot_float.h"
+#undef VF
+#undef VF_NW
 #define IMPL_AVX2 1
 #define NAME(f) f##_vnni
 #undef IMPL_VNNI
@@ -127,6 +137,14 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
   if (avx2 && vd_for(type).x1) {
     const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
     const toy_chunk_fn chunk = toy_has_vnni && vnni_for(type).x1 ? vnni_chunk : vd_chunk; // same bits
+    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
+    else if (T <= 3) pool_for_runs(chunk, &m, nchunks);
+    else pool_for(chunk, &m, nchunks);
+    return;
+  }
+  if (avx2 && m.kind == KIND_F) { // float weights read in place, dotf's order (same bits as below)
+    const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
+    const toy_chunk_fn chunk = toy_has_vnni ? vf_chunk_avx512 : vf_chunk_avx2;
     if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
     else if (T <= 3) pool_for_runs(chunk, &m, nchunks);
     else pool_for(chunk, &m, nchunks);
