@@ -217,6 +217,129 @@ VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, const xrow_t *x, int N
     for (int i = 0; i < 8; i++) out[r * ostride + i] += e[i];
   }
 }
+// K-quants: the sub-block sums go through maddubs (u8 × s8 pairs, as AVX2) and then vpdpwssd,
+// which multiplies the int16 pairs by the 16-bit sub-scale and adds them into the int32 lane in
+// one instruction: the same exact int32 lanes as AVX2's madd + add. The per-row float work (the
+// super-block scale, the mins) runs for the eight rows in one vector, lane by lane the scalar
+// code's operations in its order.
+
+/** A pair register: row 2p's 32 bytes at a, row 2p+1's at a + rb. */
+static inline __m512i vnni_two_x32(const uint8_t *a, size_t rb) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)(a + rb)), 1);
+}
+/** 16-bit scales: s0 over the low half (row 2p), s1 over the high half (row 2p+1). */
+static inline __m512i vnni_sc16(int s0, int s1) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)s0)), _mm256_set1_epi16((short)s1), 1);
+}
+/** Eight floats from eight halves at b, b + rb, …: the blocks' d (or, at offset 2, dmin). */
+static inline __m256 vnni_halves(const uint8_t *b, size_t rb) {
+  int16_t v[8];
+  for (int r = 0; r < 8; r++) memcpy(&v[r], b + r * rb, 2);
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)v));
+}
+
+/** Rows w, w + rb, …, w + 7·rb (Q4_K, or Q5_K with five) times x, as vd_q45_K_n computes it. */
+VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride, int five) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+  const size_t bsz = five ? 176 : 144;
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  __m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+  for (int64_t b = 0; b < nu / 8; b++) {
+    const uint8_t *blk = w + b * bsz;
+    vnni_prefetch(w, rb, nu / 8, b); // lines per super-block step: the same formula, nu/8 steps
+    int sc[8][8];
+    int32_t mn[8][8]; // [sub-block][row]
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 8; j++) vd_scale_min(j, blk + i * rb + 4, &sc[j][i], &mn[j][i]);
+    const __m256 wd = vnni_halves(blk, rb), dmin = vnni_halves(blk + 2, rb);
+    __m512i sumi[4][4];
+    for (int r = 0; r < NR; r++)
+      for (int p = 0; p < 4; p++) sumi[r][p] = _mm512_setzero_si512();
+    __m256 msum[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    const uint8_t *qs = blk + (five ? 48 : 16);
+    for (int j = 0; j < 4; j++) {
+      const int64_t u = 8 * b + 2 * j;
+      const __m256 m0 = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)mn[2 * j]));
+      const __m256 m1 = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)mn[2 * j + 1]));
+      for (int r = 0; r < NR; r++) {
+        const __m256 t0 = _mm256_mul_ps(m0, _mm256_set1_ps(x[r].fs[2 * u] + x[r].fs[2 * u + 1]));
+        const __m256 t1 = _mm256_mul_ps(m1, _mm256_set1_ps(x[r].fs[2 * u + 2] + x[r].fs[2 * u + 3]));
+        msum[r] = _mm256_add_ps(msum[r], _mm256_add_ps(t0, t1));
+      }
+      for (int p = 0; p < 4; p++) {
+        const __m512i bits = vnni_two_x32(qs + 2 * p * rb + 32 * j, rb);
+        __m512i lo = _mm512_and_si512(bits, m4), hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+        if (five) {
+          const __m512i hb = vnni_two_x32(blk + 16 + 2 * p * rb, rb);
+          lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 2 * j), one), 4));
+          hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 2 * j + 1), one), 4));
+        }
+        const __m512i s0 = vnni_sc16(sc[2 * j][2 * p], sc[2 * j][2 * p + 1]), s1 = vnni_sc16(sc[2 * j + 1][2 * p], sc[2 * j + 1][2 * p + 1]);
+        for (int r = 0; r < NR; r++) {
+          sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], _mm512_maddubs_epi16(lo, XQ512(r, u)), s0);
+          sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], _mm512_maddubs_epi16(hi, XQ512(r, u + 1)), s1);
+        }
+      }
+    }
+    for (int r = 0; r < NR; r++) {
+      const __m256 s = _mm256_mul_ps(wd, _mm256_set1_ps(x[r].dx[8 * b]));
+      for (int p = 0; p < 4; p++) acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(sumi[r][p]), acc[r][p]);
+      mins[r] = _mm256_add_ps(mins[r], _mm256_mul_ps(dmin, msum[r]));
+    }
+  }
+  for (int r = 0; r < NR; r++) {
+    float e[8];
+    _mm256_storeu_ps(e, mins[r]);
+    vnni_finish(acc[r], out + r * ostride);
+    for (int i = 0; i < 8; i++) out[r * ostride + i] -= e[i];
+  }
+}
+#define vnni_q4_K_n(w, rb, x, NR, nu, out, os) vnni_q45_K_n(w, rb, x, NR, nu, out, os, 0)
+#define vnni_q5_K_n(w, rb, x, NR, nu, out, os) vnni_q45_K_n(w, rb, x, NR, nu, out, os, 1)
+
+/** Rows w, w + rb, …, w + 7·rb (Q6_K) times x, as vd_q6_K_n computes it. */
+VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(3), k32 = _mm512_set1_epi8(32);
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  for (int64_t b = 0; b < nu / 8; b++) {
+    const uint8_t *blk = w + b * 210;
+    vnni_prefetch(w, rb, nu / 8, b);
+    const __m256 wd = vnni_halves(blk + 208, rb);
+    __m512i sumi[4][4];
+    for (int r = 0; r < NR; r++)
+      for (int p = 0; p < 4; p++) sumi[r][p] = _mm512_setzero_si512();
+    for (int half = 0; half < 2; half++) {
+      __m512i y32[4][4]; // Σ 32·y per pair, shared by the eight rows
+      for (int r = 0; r < NR; r++)
+        for (int k = 0; k < 4; k++) y32[r][k] = _mm512_maddubs_epi16(k32, XQ512(r, 8 * b + 4 * half + k));
+      for (int p = 0; p < 4; p++) {
+        const uint8_t *ql = blk + 2 * p * rb + 64 * half, *qh = blk + 2 * p * rb + 128 + 32 * half;
+        const int8_t *sa = (const int8_t *)(blk + 2 * p * rb + 192 + 8 * half), *sb = sa + rb;
+        const __m512i bits1 = vnni_two_x32(ql, rb), bits2 = vnni_two_x32(ql + 32, rb), h = vnni_two_x32(qh, rb);
+        const __m512i q[4] = {
+          _mm512_or_si512(_mm512_and_si512(bits1, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4)),
+          _mm512_or_si512(_mm512_and_si512(bits2, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bits1, 4), m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bits2, 4), m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4)),
+        };
+        for (int k = 0; k < 4; k++) {
+          // 128-bit lanes: row 2p's two sub-scales, then row 2p+1's.
+          const __m512i scales = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(sa[2 * k + 1]), _mm_set1_epi16(sa[2 * k]))),
+                                                    _mm256_set_m128i(_mm_set1_epi16(sb[2 * k + 1]), _mm_set1_epi16(sb[2 * k])), 1);
+          for (int r = 0; r < NR; r++) {
+            const __m512i pr = _mm512_sub_epi16(_mm512_maddubs_epi16(q[k], XQ512(r, 8 * b + 4 * half + k)), y32[r][k]);
+            sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], pr, scales);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < NR; r++) {
+      const __m256 s = _mm256_mul_ps(wd, _mm256_set1_ps(x[r].dx[8 * b]));
+      for (int p = 0; p < 4; p++) acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(sumi[r][p]), acc[r][p]);
+    }
+  }
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
+}
 #undef XQ512
 
 typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float *, int64_t);
@@ -228,6 +351,9 @@ VNNI_PAIR(vnni_q4_1)
 VNNI_PAIR(vnni_q8_0)
 VNNI_PAIR(vnni_q5_0)
 VNNI_PAIR(vnni_q5_1)
+VNNI_PAIR(vnni_q4_K)
+VNNI_PAIR(vnni_q5_K)
+VNNI_PAIR(vnni_q6_K)
 #undef VNNI_PAIR
 
 typedef struct { vnni_fn x1, x4; } vnni_pair;
@@ -239,6 +365,9 @@ static vnni_pair vnni_for(int type) {
     case T_Q8_0: return (vnni_pair){ vnni_q8_0_x1, vnni_q8_0_x4 };
     case T_Q5_0: return (vnni_pair){ vnni_q5_0_x1, vnni_q5_0_x4 };
     case T_Q5_1: return (vnni_pair){ vnni_q5_1_x1, vnni_q5_1_x4 };
+    case T_Q4_K: return (vnni_pair){ vnni_q4_K_x1, vnni_q4_K_x4 };
+    case T_Q5_K: return (vnni_pair){ vnni_q5_K_x1, vnni_q5_K_x4 };
+    case T_Q6_K: return (vnni_pair){ vnni_q6_K_x1, vnni_q6_K_x4 };
     default: return (vnni_pair){ NULL, NULL };
   }
 }
