@@ -68,15 +68,15 @@ static inline void vnni_finish(const __m512 *acc, float *out) {
 #define XQ512(r, u) _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r].q + 32 * (u))))
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_1) times x, as vd_q4_1 computes it. */
-VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   // Nibbles: 128-bit lanes hold row 2p's bytes, twice, then row 2p+1's; the odd lanes shift by 4.
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + 20 * u;
-    vnni_prefetch(w, rb, nu, u);
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
@@ -115,13 +115,13 @@ VNNI_KERNEL void vnni_signed_n(const __m512i *qa, const __mmask64 *neg, const __
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
-VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + 18 * u;
-    vnni_prefetch(w, rb, nu, u);
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qa[4];
     __mmask64 neg[4];
@@ -136,11 +136,11 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int N
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it. */
-VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + 34 * u;
-    vnni_prefetch(w, rb, nu, u);
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qa[4];
     __mmask64 neg[4];
@@ -164,13 +164,13 @@ static inline __mmask64 vnni_qh_pair(const uint8_t *qh, size_t rb) {
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q5_0) times x, as vd_q5_0 computes it. */
-VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + 22 * u;
-    vnni_prefetch(w, rb, nu, u);
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qa[4];
     __mmask64 neg[4];
@@ -187,14 +187,14 @@ VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, const xrow_t *x, int N
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q5_1) times x, as vd_q5_1 computes it. */
-VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + 24 * u;
-    vnni_prefetch(w, rb, nu, u);
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
@@ -239,14 +239,13 @@ static inline __m256 vnni_halves(const uint8_t *b, size_t rb) {
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_K, or Q5_K with five) times x, as vd_q45_K_n computes it. */
-VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride, int five) {
+VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride, int five) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
-  const size_t bsz = five ? 176 : 144;
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   __m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t b = 0; b < nu / 8; b++) {
-    const uint8_t *blk = w + b * bsz;
-    vnni_prefetch(w, rb, nu / 8, b); // lines per super-block step: the same formula, nu/8 steps
+    const uint8_t *blk = w + b * us;
+    if (rb > us) vnni_prefetch(w, rb, nu / 8, b); // lines per super-block step: the same formula, nu/8 steps
     int sc[8][8];
     int32_t mn[8][8]; // [sub-block][row]
     for (int i = 0; i < 8; i++)
@@ -294,16 +293,16 @@ VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, const xrow_t *x, int 
     for (int i = 0; i < 8; i++) out[r * ostride + i] -= e[i];
   }
 }
-#define vnni_q4_K_n(w, rb, x, NR, nu, out, os) vnni_q45_K_n(w, rb, x, NR, nu, out, os, 0)
-#define vnni_q5_K_n(w, rb, x, NR, nu, out, os) vnni_q45_K_n(w, rb, x, NR, nu, out, os, 1)
+#define vnni_q4_K_n(w, rb, us, x, NR, nu, out, os) vnni_q45_K_n(w, rb, us, x, NR, nu, out, os, 0)
+#define vnni_q5_K_n(w, rb, us, x, NR, nu, out, os) vnni_q45_K_n(w, rb, us, x, NR, nu, out, os, 1)
 
 /** Rows w, w + rb, …, w + 7·rb (Q6_K) times x, as vd_q6_K_n computes it. */
-VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(3), k32 = _mm512_set1_epi8(32);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t b = 0; b < nu / 8; b++) {
-    const uint8_t *blk = w + b * 210;
-    vnni_prefetch(w, rb, nu / 8, b);
+    const uint8_t *blk = w + b * us;
+    if (rb > us) vnni_prefetch(w, rb, nu / 8, b);
     const __m256 wd = vnni_halves(blk + 208, rb);
     __m512i sumi[4][4];
     for (int r = 0; r < NR; r++)
@@ -342,10 +341,10 @@ VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, const xrow_t *x, int N
 }
 #undef XQ512
 
-typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float *, int64_t);
+typedef void (*vnni_fn)(const uint8_t *, size_t, size_t, const xrow_t *, int64_t, float *, int64_t);
 #define VNNI_PAIR(name) \
-  static void name##_x1(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, x, 1, nu, out, os); } \
-  static void name##_x4(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, x, 4, nu, out, os); }
+  static void name##_x1(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, us, x, 1, nu, out, os); } \
+  static void name##_x4(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, us, x, 4, nu, out, os); }
 VNNI_PAIR(vnni_q4_0)
 VNNI_PAIR(vnni_q4_1)
 VNNI_PAIR(vnni_q8_0)
@@ -372,19 +371,37 @@ static vnni_pair vnni_for(int type) {
   }
 }
 
-/** vd_chunk with eight weight rows per call; rows past a multiple of eight take the AVX2 kernel. */
+/** Bytes of one block step of a type's kernel (a block, or a K-quant's super-block). */
+static size_t vnni_block_bytes(int type) {
+  switch (type) {
+    case T_Q4_0: return 18;
+    case T_Q4_1: return 20;
+    case T_Q5_0: return 22;
+    case T_Q5_1: return 24;
+    case T_Q8_0: return 34;
+    case T_Q4_K: return 144;
+    case T_Q5_K: return 176;
+    case T_Q6_K: return 210;
+    default: return 0;
+  }
+}
+
+/** vd_chunk with eight weight rows per call; rows past a multiple of eight take the AVX2 kernel.
+ *  Repacked weights (m->packed, vnni_repack) hold each group of eight rows block-interleaved: the
+ *  kernel then reads one sequential stream. Same bits either way. */
 static void vnni_chunk(void *p, int64_t blk, int ith) {
   (void)ith;
   const mm_t *m = p;
   const vnni_pair f8 = vnni_for(m->type);
   const vd_pair f1 = vd_for(m->type);
+  const size_t bs = vnni_block_bytes(m->type), rs = m->packed ? bs : m->rb, us = m->packed ? 8 * bs : bs;
   const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
   int64_t t = 0;
   for (; t + 4 <= m->T; t += 4) {
     const xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
     float *out = m->out + t * rows;
     int64_t r = r0;
-    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x4(m->w + r * m->rb, m->rb, xr, nu, out + r, rows);
+    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x4(m->w + r * m->rb, rs, us, xr, nu, out + r, rows);
     for (; r < r1; r++) {
       float o[4];
       f1.x4(m->w + r * m->rb, xr, nu, o);
@@ -395,7 +412,7 @@ static void vnni_chunk(void *p, int64_t blk, int ith) {
     const xrow_t xr = xrow_at(m, t);
     float *out = m->out + t * rows;
     int64_t r = r0;
-    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x1(m->w + r * m->rb, m->rb, &xr, nu, out + r, rows);
+    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x1(m->w + r * m->rb, rs, us, &xr, nu, out + r, rows);
     for (; r < r1; r++) f1.x1(m->w + r * m->rb, &xr, nu, out + r);
   }
 }
