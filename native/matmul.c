@@ -174,8 +174,10 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
 // writes nothing) when this CPU and type have no such kernels: the caller keeps the file's bytes.
 int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *dst) {
 #if HAVE_X86
-  if (!toy_has_vnni || !vnni_for(type).x1 || rows < VNNI_ROWS) return 0;
-  const size_t rb = row_bytes(type, cols), bs = vnni_block_bytes(type), nb = rb / bs;
+  // F16 and BF16 in blocks of eight values, for the float kernels (vecdot_float.h).
+  const int half = (type == T_F16 || type == T_BF16) && cols % 8 == 0;
+  if (!toy_has_vnni || !(vnni_for(type).x1 || half) || rows < VNNI_ROWS) return 0;
+  const size_t rb = row_bytes(type, cols), bs = half ? 16 : vnni_block_bytes(type), nb = rb / bs;
   const int64_t groups = rows / VNNI_ROWS;
   for (int64_t g = 0; g < groups; g++) {
     const uint8_t *src = w + g * VNNI_ROWS * rb;
