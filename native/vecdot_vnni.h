@@ -97,40 +97,32 @@ VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   }
 }
 
-/** |q| × (x with q's sign) summed per 4 bytes: AVX2's sign trick for signed × signed, as vd_ss
- *  computes it (q = 0 gives 0 either way). */
-static inline __m512i vnni_ss(__m512i qa, __mmask64 neg, __m512i xq) {
-  const __m512i xs = _mm512_mask_sub_epi8(xq, neg, _mm512_setzero_si512(), xq);
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), qa, xs);
-}
-
-/** Signed weights (Q4_0 − 8, Q8_0) for eight rows, as |q| and sign masks per pair of rows. */
-VNNI_KERNEL void vnni_signed_n(const __m512i *qa, const __mmask64 *neg, const __m256 d, const xrow_t *x, int NR, int64_t u, __m512 acc[4][4]) {
+/** Signed weights (Q4_0, Q5_0, Q8_0) for eight rows, as unsigned codes qu = q + k per pair of rows:
+ *  vpdpbusd(−k·Σx, qu, x) = Σ (q + k)·x − k·Σx = Σ q·x, exactly the int32 lanes of AVX2's sign
+ *  trick (maddubs(|q|, ±x) + madd), with one instruction per pair and activation row. */
+VNNI_KERNEL void vnni_signed_n(const __m512i *qu, int k, const __m256 d, const xrow_t *x, int NR, int64_t u, __m512 acc[4][4]) {
+  const __m512i kb = _mm512_set1_epi8((char)k), zero = _mm512_setzero_si512();
   for (int r = 0; r < NR; r++) {
     const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
     const __m512i xq = XQ512(r, u);
+    const __m512i negk = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, kb, xq)); // −k·Σx per lane
     for (int p = 0; p < 4; p++)
-      acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(vnni_ss(qa[p], neg[p], xq)), acc[r][p]);
+      acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
   }
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
 VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
-    __m512i qa[4];
-    __mmask64 neg[4];
-    for (int p = 0; p < 4; p++) {
-      const __m512i q = _mm512_sub_epi8(_mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4), eight);
-      qa[p] = _mm512_abs_epi8(q);
-      neg[p] = _mm512_movepi8_mask(q);
-    }
-    vnni_signed_n(qa, neg, d, x, NR, u, acc);
+    __m512i qu[4]; // the nibbles: q + 8
+    for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
+    vnni_signed_n(qu, 8, d, x, NR, u, acc);
   }
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
@@ -142,15 +134,11 @@ VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
-    __m512i qa[4];
-    __mmask64 neg[4];
-    for (int p = 0; p < 4; p++) {
-      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 + 2 * p * rb))),
-                                           _mm256_loadu_si256((const __m256i *)(b + 2 + (2 * p + 1) * rb)), 1);
-      qa[p] = _mm512_abs_epi8(q);
-      neg[p] = _mm512_movepi8_mask(q);
-    }
-    vnni_signed_n(qa, neg, d, x, NR, u, acc);
+    __m512i qu[4]; // q + 128 (flipping the sign bit)
+    for (int p = 0; p < 4; p++)
+      qu[p] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 + 2 * p * rb))),
+                                                  _mm256_loadu_si256((const __m256i *)(b + 2 + (2 * p + 1) * rb)), 1), _mm512_set1_epi8((char)0x80));
+    vnni_signed_n(qu, 128, d, x, NR, u, acc);
   }
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
@@ -172,16 +160,12 @@ VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
-    __m512i qa[4];
-    __mmask64 neg[4];
+    __m512i qu[4]; // the five-bit codes: q + 16
     for (int p = 0; p < 4; p++) {
       const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 6 + 2 * p * rb, b + 6 + (2 * p + 1) * rb), counts), m4);
-      // q − 16: subtract 16 where the fifth bit is 0 (vd_q5_0's nibble | 0xf0).
-      const __m512i q = _mm512_mask_sub_epi8(nib, _knot_mask64(vnni_qh_pair(b + 2 + 2 * p * rb, rb)), nib, k16);
-      qa[p] = _mm512_abs_epi8(q);
-      neg[p] = _mm512_movepi8_mask(q);
+      qu[p] = _mm512_mask_add_epi8(nib, vnni_qh_pair(b + 2 + 2 * p * rb, rb), nib, k16);
     }
-    vnni_signed_n(qa, neg, d, x, NR, u, acc);
+    vnni_signed_n(qu, 16, d, x, NR, u, acc);
   }
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
