@@ -74,6 +74,69 @@ static napi_value js_matmul(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// matmulPacked(x, packedBytes, type, rows, cols, T, out): matmul on repack()'s layout.
+static napi_value js_matmul_packed(napi_env env, napi_callback_info info) {
+  ARGS(7);
+  F32A(0, x); BYTES(1, w); INT(2, type); INT(3, rows); INT(4, cols); INT(5, T); F32A(6, out);
+  const size_t rb = row_bytes((int)type, cols);
+  NEED(rb, "matmulPacked: unsupported weight type %lld or cols %lld", (long long)type, (long long)cols);
+  NEED(rows > 0 && T >= 0, "matmulPacked: bad shape");
+  NEED(w.len >= rb * (size_t)rows, "matmulPacked: weight has %zu bytes, needs %zu", w.len, rb * (size_t)rows);
+  NEED(x.len >= (size_t)(T * cols), "matmulPacked: x has %zu values, needs %lld", x.len, (long long)(T * cols));
+  NEED(out.len >= (size_t)(T * rows), "matmulPacked: out has %zu values, needs %lld", out.len, (long long)(T * rows));
+  LOCKED(k_matmul_packed(x.data, w.data, (int)type, rows, cols, T, out.data, 1));
+  return NULL;
+}
+
+// The file mappings made by mapFile, so that repack knows which weights' pages it may drop.
+#define MAX_MAPS 256
+static struct { const uint8_t *p; size_t len; } maps[MAX_MAPS];
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void maps_add(const void *p, size_t len) {
+  pthread_mutex_lock(&maps_mu);
+  for (int i = 0; i < MAX_MAPS; i++) if (!maps[i].p) { maps[i].p = p; maps[i].len = len; break; }
+  pthread_mutex_unlock(&maps_mu);
+}
+static void maps_remove(const void *p) {
+  pthread_mutex_lock(&maps_mu);
+  for (int i = 0; i < MAX_MAPS; i++) if (maps[i].p == p) maps[i].p = NULL;
+  pthread_mutex_unlock(&maps_mu);
+}
+
+// repack(wBytes, type, rows, cols): the weight in the layout the widest kernels stream best (a new
+// Uint8Array of the same size, for matmulPacked), or undefined when this CPU and type have none.
+// When the bytes lie in a mapFile mapping, their pages are then dropped from memory
+// (MADV_DONTNEED): the repacked copy replaces them, and a later read of the original bytes (say,
+// getRows on a tied embedding) faults them in again from the file. toy never writes to weights.
+static napi_value js_repack(napi_env env, napi_callback_info info) {
+  ARGS(4);
+  BYTES(0, w); INT(1, type); INT(2, rows); INT(3, cols);
+  const size_t rb = row_bytes((int)type, cols);
+  NEED(rb, "repack: unsupported weight type %lld or cols %lld", (long long)type, (long long)cols);
+  NEED(rows > 0 && w.len >= rb * (size_t)rows, "repack: weight has %zu bytes, needs %zu", w.len, rb * (size_t)rows);
+  const size_t len = rb * (size_t)rows;
+  napi_value ab, arr, undef;
+  napi_get_undefined(env, &undef);
+  void *dst;
+  if (napi_create_arraybuffer(env, len, &dst, &ab) != napi_ok) FAIL("repack: cannot allocate %zu bytes", len);
+  int packed;
+  LOCKED(packed = k_repack(w.data, (int)type, rows, cols, dst));
+  if (!packed) return undef;
+  const uint8_t *p = w.data;
+  pthread_mutex_lock(&maps_mu);
+  for (int i = 0; i < MAX_MAPS; i++)
+    if (maps[i].p && p >= maps[i].p && p + len <= maps[i].p + maps[i].len) {
+      const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+      const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + len) & ~(page - 1);
+      if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+      break;
+    }
+  pthread_mutex_unlock(&maps_mu);
+  napi_create_typedarray(env, napi_uint8_array, len, ab, 0, &arr);
+  return arr;
+}
+
 // getRows(wBytes, type, rows, cols, ids, out)
 static napi_value js_get_rows(napi_env env, napi_callback_info info) {
   ARGS(6);
@@ -364,7 +427,8 @@ static napi_value js_dequantize(napi_env env, napi_callback_info info) {
 
 // mapFile(path): the file's bytes, memory-mapped (private copy-on-write, so a stray write never
 // reaches the file); unmapped when the ArrayBuffer is collected.
-static void unmap(napi_env env, void *data, void *hint) { (void)env; munmap(data, (size_t)hint); }
+static void maps_remove(const void *p);
+static void unmap(napi_env env, void *data, void *hint) { (void)env; maps_remove(data); munmap(data, (size_t)hint); }
 
 static napi_value js_map_file(napi_env env, napi_callback_info info) {
   ARGS(1);
@@ -389,6 +453,7 @@ static napi_value js_map_file(napi_env env, napi_callback_info info) {
       munmap(p, len);
       FAIL("mapFile: external array buffers are not allowed in this runtime");
     }
+    maps_add(p, len);
   }
   napi_create_typedarray(env, napi_uint8_array, len, ab, 0, &arr);
   return arr;
@@ -461,7 +526,7 @@ NAPI_MODULE_INIT() {
   pthread_once(&once, init_once);
   napi_property_descriptor props[] = {
 #define FN(name, f) { name, NULL, f, NULL, NULL, NULL, napi_default, NULL }
-    FN("matmul", js_matmul), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("layerNorm", js_layer_norm),
+    FN("matmul", js_matmul), FN("matmulPacked", js_matmul_packed), FN("repack", js_repack), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("layerNorm", js_layer_norm),
     FN("rope", js_rope), FN("attention", js_attention), FN("storeKV", js_kv_store), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
     FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("dequantize", js_dequantize),
     FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),

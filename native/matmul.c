@@ -20,6 +20,7 @@ typedef struct { int8_t *q; float *dx; float *fs; } xrow_t;
 typedef struct {
   const float *x; const uint8_t *w; int type, kind, xscheme; int64_t rows, cols, T; size_t rb;
   float *out; uint8_t *xq; size_t xstride;
+  int packed; // w is vnni_repack's layout (eight-row groups block-interleaved)
 } mm_t;
 
 static inline xrow_t xrow_at(const mm_t *m, int64_t t) {
@@ -48,6 +49,11 @@ static void init_f16_table(void) {
 #include "hsum_avx2.h"
 #define VD_ROWS 32 // weight rows per chunk of the fused matrix–vector path
 #include "vecdot_avx2.h"
+#define VF(f) vf_##f##_avx2
+#define VF_NW 2 // 2 weight rows × 4 activation rows: 8 accumulators of AVX2's 16 registers
+#include "vecdot_float.h"
+#undef VF
+#undef VF_NW
 #define IMPL_AVX2 1
 #define NAME(f) f##_avx2
 #include "matmul_impl.h"
@@ -59,6 +65,11 @@ static void init_f16_table(void) {
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
 #include "vecdot_vnni.h"
+#define VF(f) vf_##f##_avx512
+#define VF_NW 4 // 4 × 4 accumulators: AVX-512 has 32 vector registers
+#include "vecdot_float.h"
+#undef VF
+#undef VF_NW
 #define IMPL_AVX2 1
 #define NAME(f) f##_vnni
 #undef IMPL_VNNI
@@ -108,8 +119,8 @@ static void pool_for_runs(toy_chunk_fn fn, void *m, int64_t nblocks) {
   pool_for(run_chunk, &s, (nblocks + s.per - 1) / s.per);
 }
 
-void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out) {
-  mm_t m = { x, w, type, kind_of(type), xscheme_of(type), rows, cols, T, row_bytes(type, cols), out, NULL, 0 };
+void k_matmul_packed(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out, int packed) {
+  mm_t m = { x, w, type, kind_of(type), xscheme_of(type), rows, cols, T, row_bytes(type, cols), out, NULL, 0, packed };
   if (T <= 0 || rows <= 0) return;
 #if HAVE_X86
   const int avx2 = toy_has_avx2;
@@ -138,18 +149,64 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
     return;
   }
 #if HAVE_X86
-  // Matrix–vector work (decode) takes the fused dot products: weight blocks read in place.
-  if (avx2 && T <= 3 && vd_for(type)) {
+  // Types with fused kernels take them for every T: weight blocks read in place, and each output
+  // summed in the same order whatever T (batch invariance), llama.cpp's vec_dot order.
+  if (avx2 && vd_for(type).x1) {
     const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
-    const toy_chunk_fn chunk = toy_has_vnni && vnni_for(type) ? vnni_chunk : vd_chunk; // same bits
+    // Eight rows read side by side, as the VNNI kernels do, ran at a third of the bandwidth on
+    // weights that come from memory (Zen 4, even with software prefetch): decode on the file's
+    // row-major layout streams one row at a time (vd_chunk); repacked weights (one stream for
+    // eight rows) and prompts (each row reused from cache for many activation rows) take the
+    // eight-row VNNI kernels. Same bits either way.
+    const int vnni = toy_has_vnni && vnni_for(type).x1;
+    const toy_chunk_fn chunk = vnni && (packed || T > 3) ? vnni_chunk : vd_chunk;
     if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
-    else pool_for_runs(chunk, &m, nchunks);
+    else if (T <= 3) pool_for_runs(chunk, &m, nchunks);
+    else pool_for(chunk, &m, nchunks);
+    return;
+  }
+  if (avx2 && m.kind == KIND_F) { // float weights read in place, dotf's order (same bits as below)
+    const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
+    const toy_chunk_fn chunk = toy_has_vnni ? vf_chunk_avx512 : vf_chunk_avx2;
+    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
+    else if (T <= 3) pool_for_runs(chunk, &m, nchunks);
+    else pool_for(chunk, &m, nchunks);
     return;
   }
 #endif
   const int64_t nblocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
   if (rows * cols * T < 32768) for (int64_t b = 0; b < nblocks; b++) dot(&m, b, 0);
   else pool_for(dot, &m, nblocks);
+}
+
+void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out) {
+  k_matmul_packed(x, w, type, rows, cols, T, out, 0);
+}
+
+// The repacked layout for the eight-row VNNI kernels: each whole group of eight rows keeps its
+// bytes (the same size and place as in the file) but stores its blocks interleaved, block u of
+// rows 0..7, then block u + 1 of rows 0..7, …, so that decoding reads one sequential stream
+// instead of eight side by side. Rows past the last whole group stay as they are. Returns 0 (and
+// writes nothing) when this CPU and type have no such kernels: the caller keeps the file's bytes.
+int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *dst) {
+#if HAVE_X86
+  // F16 and BF16 in blocks of eight values, for the float kernels (vecdot_float.h).
+  const int half = (type == T_F16 || type == T_BF16) && cols % 8 == 0;
+  if (!toy_has_vnni || !(vnni_for(type).x1 || half) || rows < VNNI_ROWS) return 0;
+  const size_t rb = row_bytes(type, cols), bs = half ? 16 : vnni_block_bytes(type), nb = rb / bs;
+  const int64_t groups = rows / VNNI_ROWS;
+  for (int64_t g = 0; g < groups; g++) {
+    const uint8_t *src = w + g * VNNI_ROWS * rb;
+    uint8_t *d = dst + g * VNNI_ROWS * rb;
+    for (size_t u = 0; u < nb; u++)
+      for (int i = 0; i < VNNI_ROWS; i++) memcpy(d + (u * VNNI_ROWS + i) * bs, src + i * rb + u * bs, bs);
+  }
+  memcpy(dst + groups * VNNI_ROWS * rb, w + groups * VNNI_ROWS * rb, (size_t)(rows - groups * VNNI_ROWS) * rb);
+  return 1;
+#else
+  (void)w; (void)type; (void)rows; (void)cols; (void)dst;
+  return 0;
+#endif
 }
 
 typedef struct { const uint8_t *w; int type; int64_t cols; size_t rb; const int32_t *ids; int64_t n; float *out; } gr_t;

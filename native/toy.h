@@ -40,6 +40,11 @@ void dequantize_row(int type, const void *row, float *out, int64_t cols);
 
 // --- kernels ---
 void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out);
+/** k_matmul on weights in k_repack's layout when packed is 1 (same results). */
+void k_matmul_packed(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out, int packed);
+/** Writes w (rows × row_bytes) in the layout the widest kernels stream best to dst (same size);
+ *  returns 0 and writes nothing when this CPU and type have none. */
+int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *dst);
 void k_get_rows(const uint8_t *w, int type, int64_t rows, int64_t cols, const int32_t *ids, int64_t n, float *out);
 void k_rms_norm(const float *x, const float *w, int64_t rows, int64_t n, float eps, float *out);
 void k_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps, float *out);

@@ -42,57 +42,74 @@ static inline __m256 vd_ss(__m256i a, __m256i b) {
   return vd_us(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
 }
 
-#define XQ(u) _mm256_loadu_si256((const __m256i *)(x->q + 32 * (u)))
+// Every kernel takes NR activation rows (1 or 4, a compile-time constant once inlined): the weight
+// block is decoded once and each activation row keeps its own accumulators, summed in exactly the
+// order of the one-row kernel. So an output's bits do not depend on how many rows are multiplied
+// at once (batch invariance: a request's answer does not depend on the rest of the batch).
+#define VD_KERNEL static inline __attribute__((always_inline))
+#define XQ(r, u) _mm256_loadu_si256((const __m256i *)(x[r].q + 32 * (u)))
 
-static float vd_q4_0(const uint8_t *w, const xrow_t *x, int64_t nu) {
-  __m256 acc = _mm256_setzero_ps();
+VD_KERNEL void vd_q4_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
+  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++, w += 18) {
     const __m256i q = _mm256_sub_epi8(vd_nibbles(w + 2), _mm256_set1_epi8(8));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_ss(q, XQ(u)), acc);
+    const float d = h2f(w);
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r].dx[u]), vd_ss(q, XQ(r, u)), acc[r]);
   }
-  return hsum_f32_avx2(acc);
+  for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]);
 }
 
-static float vd_q4_1(const uint8_t *w, const xrow_t *x, int64_t nu) {
-  __m256 acc = _mm256_setzero_ps();
-  float offsets = 0.0f;
+VD_KERNEL void vd_q4_1_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
+  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+  float offsets[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
   for (int64_t u = 0; u < nu; u++, w += 20) {
-    offsets += h2f(w + 2) * x->fs[2 * u]; // m · s, s = half(d · Σ codes) of block_q8_1
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_us(vd_nibbles(w + 4), XQ(u)), acc);
+    const __m256i q = vd_nibbles(w + 4);
+    const float d = h2f(w), m = h2f(w + 2);
+    for (int r = 0; r < NR; r++) {
+      offsets[r] += m * x[r].fs[2 * u]; // m · s, s = half(d · Σ codes) of block_q8_1
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r].dx[u]), vd_us(q, XQ(r, u)), acc[r]);
+    }
   }
-  return hsum_f32_avx2(acc) + offsets;
+  for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]) + offsets[r];
 }
 
-static float vd_q5_0(const uint8_t *w, const xrow_t *x, int64_t nu) {
-  __m256 acc = _mm256_setzero_ps();
+VD_KERNEL void vd_q5_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
+  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++, w += 22) {
     // q − 16 as signed bytes: set bits 4..7 where the fifth bit is 0.
     const __m256i hi = _mm256_andnot_si256(vd_bits(w + 2), _mm256_set1_epi8((char)0xf0));
     const __m256i q = _mm256_or_si256(vd_nibbles(w + 6), hi);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_ss(q, XQ(u)), acc);
+    const float d = h2f(w);
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r].dx[u]), vd_ss(q, XQ(r, u)), acc[r]);
   }
-  return hsum_f32_avx2(acc);
+  for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]);
 }
 
-static float vd_q5_1(const uint8_t *w, const xrow_t *x, int64_t nu) {
-  __m256 acc = _mm256_setzero_ps();
-  float offsets = 0.0f;
+VD_KERNEL void vd_q5_1_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
+  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+  float offsets[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
   for (int64_t u = 0; u < nu; u++, w += 24) {
-    offsets += h2f(w + 2) * x->fs[2 * u];
     const __m256i hi = _mm256_and_si256(vd_bits(w + 4), _mm256_set1_epi8(0x10));
     const __m256i q = _mm256_or_si256(vd_nibbles(w + 8), hi);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_us(q, XQ(u)), acc);
+    const float d = h2f(w), m = h2f(w + 2);
+    for (int r = 0; r < NR; r++) {
+      offsets[r] += m * x[r].fs[2 * u];
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r].dx[u]), vd_us(q, XQ(r, u)), acc[r]);
+    }
   }
-  return hsum_f32_avx2(acc) + offsets;
+  for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]) + offsets[r];
 }
 
-static float vd_q8_0(const uint8_t *w, const xrow_t *x, int64_t nu) {
-  __m256 acc = _mm256_setzero_ps();
+VD_KERNEL void vd_q8_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
+  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++, w += 34) {
     const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 2));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * x->dx[u]), vd_ss(q, XQ(u)), acc);
+    const __m256i qa = _mm256_sign_epi8(q, q);
+    const float d = h2f(w);
+    for (int r = 0; r < NR; r++)
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r].dx[u]), vd_us(qa, _mm256_sign_epi8(XQ(r, u), q)), acc[r]);
   }
-  return hsum_f32_avx2(acc);
+  for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]);
 }
 
 /** The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (ggml's get_scale_min_k4). */
@@ -101,73 +118,53 @@ static inline void vd_scale_min(int j, const uint8_t *s, int *sc, int *m) {
   else { *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4); *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4); }
 }
 
-static float vd_q4_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
-  for (int64_t b = 0; b < nu / 8; b++, w += 144) {
-    const float dy = x->dx[8 * b], d = h2f(w) * dy, dmin = h2f(w + 2);
-    const uint8_t *scales = w + 4, *qs = w + 16;
-    __m256i sumi = _mm256_setzero_si256();
-    float msum = 0.0f;
-    for (int j = 0; j < 4; j++) {
-      int sc0, m0, sc1, m1;
-      vd_scale_min(2 * j, scales, &sc0, &m0);
-      vd_scale_min(2 * j + 1, scales, &sc1, &m1);
-      const int64_t u = 8 * b + 2 * j;
-      msum += (float)m0 * (x->fs[2 * u] + x->fs[2 * u + 1]) + (float)m1 * (x->fs[2 * u + 2] + x->fs[2 * u + 3]);
-      const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-      const __m256i lo = _mm256_and_si256(bits, _mm256_set1_epi8(0x0f));
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), _mm256_set1_epi8(0x0f));
-      const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, XQ(u)), _mm256_set1_epi16((short)sc0));
-      const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, XQ(u + 1)), _mm256_set1_epi16((short)sc1));
-      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    mins += dmin * msum; // fs already carries the activation scale
-  }
-  return hsum_f32_avx2(acc) - mins;
-}
-
-static float vd_q5_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
+/** Q4_K and Q5_K (five: the fifth bits from qh). */
+VD_KERNEL void vd_q45_K_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out, int five) {
+  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+  float mins[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
   const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-  for (int64_t b = 0; b < nu / 8; b++, w += 176) {
-    const float d = h2f(w) * x->dx[8 * b], dmin = h2f(w + 2);
-    const uint8_t *scales = w + 4, *qh = w + 16, *qs = w + 48;
-    const __m256i hbits = _mm256_loadu_si256((const __m256i *)qh);
-    __m256i sumi = _mm256_setzero_si256();
-    float msum = 0.0f;
+  const size_t bsz = five ? 176 : 144;
+  for (int64_t b = 0; b < nu / 8; b++, w += bsz) {
+    const float wd = h2f(w), dmin = h2f(w + 2);
+    const uint8_t *scales = w + 4, *qs = w + (five ? 48 : 16);
+    const __m256i hbits = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
+    __m256i sumi[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
+    float msum[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
     for (int j = 0; j < 4; j++) {
       int sc0, m0, sc1, m1;
       vd_scale_min(2 * j, scales, &sc0, &m0);
       vd_scale_min(2 * j + 1, scales, &sc1, &m1);
       const int64_t u = 8 * b + 2 * j;
-      msum += (float)m0 * (x->fs[2 * u] + x->fs[2 * u + 1]) + (float)m1 * (x->fs[2 * u + 2] + x->fs[2 * u + 3]);
       const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-      // The fifth bit of sub-block s is bit s of qh[l]: 16 where it is set.
-      const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one), 4);
-      const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one), 4);
-      const __m256i lo = _mm256_or_si256(_mm256_and_si256(bits, m4), h0);
-      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), h1);
-      const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, XQ(u)), _mm256_set1_epi16((short)sc0));
-      const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, XQ(u + 1)), _mm256_set1_epi16((short)sc1));
-      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+      __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+      if (five) { // the fifth bit of sub-block s is bit s of qh[l]: 16 where it is set
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one), 4));
+      }
+      const __m256i s0 = _mm256_set1_epi16((short)sc0), s1 = _mm256_set1_epi16((short)sc1);
+      for (int r = 0; r < NR; r++) {
+        msum[r] += (float)m0 * (x[r].fs[2 * u] + x[r].fs[2 * u + 1]) + (float)m1 * (x[r].fs[2 * u + 2] + x[r].fs[2 * u + 3]);
+        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, XQ(r, u)), s0);
+        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, XQ(r, u + 1)), s1);
+        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p0, p1));
+      }
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    mins += dmin * msum;
+    for (int r = 0; r < NR; r++) {
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(wd * x[r].dx[8 * b]), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+      mins[r] += dmin * msum[r]; // fs already carries the activation scale
+    }
   }
-  return hsum_f32_avx2(acc) - mins;
+  for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]) - mins[r];
 }
 
-static float vd_q6_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
-  __m256 acc = _mm256_setzero_ps();
+VD_KERNEL void vd_q6_K_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
+  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
   for (int64_t b = 0; b < nu / 8; b++, w += 210) {
     const uint8_t *ql = w, *qh = w + 128;
     const int8_t *sc = (const int8_t *)(w + 192);
-    const float d = h2f(w + 208) * x->dx[8 * b];
-    __m256i sumi = _mm256_setzero_si256();
+    const float wd = h2f(w + 208);
+    __m256i sumi[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
     for (int half = 0; half < 2; half++) {
       const __m256i bits1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * half));
       const __m256i bits2 = _mm256_loadu_si256((const __m256i *)(ql + 64 * half + 32));
@@ -180,45 +177,75 @@ static float vd_q6_K(const uint8_t *w, const xrow_t *x, int64_t nu) {
       };
       for (int k = 0; k < 4; k++) {
         const int64_t u = 8 * b + 4 * half + k;
-        const __m256i y = XQ(u);
-        // Σ (q − 32)·y per pair of values, then each 16 values times its scale.
-        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], y), _mm256_maddubs_epi16(k32, y));
         const int8_t *s = sc + 8 * half + 2 * k;
         const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(s[1]), _mm_set1_epi16(s[0]));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scales));
+        for (int r = 0; r < NR; r++) {
+          const __m256i y = XQ(r, u);
+          // Σ (q − 32)·y per pair of values, then each 16 values times its scale.
+          const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], y), _mm256_maddubs_epi16(k32, y));
+          sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, scales));
+        }
       }
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(wd * x[r].dx[8 * b]), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
   }
-  return hsum_f32_avx2(acc);
+  for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]);
 }
 
 #undef XQ
 
-typedef float (*vd_fn)(const uint8_t *, const xrow_t *, int64_t);
+// One weight row times NR = 1 or 4 activation rows (out[r] = row · x[r]).
+typedef void (*vd_fn)(const uint8_t *, const xrow_t *, int64_t, float *);
+#define VD_PAIR(name, call) \
+  static void name##_x1(const uint8_t *w, const xrow_t *x, int64_t nu, float *out) { call(w, x, 1, nu, out); } \
+  static void name##_x4(const uint8_t *w, const xrow_t *x, int64_t nu, float *out) { call(w, x, 4, nu, out); }
+VD_PAIR(vd_q4_0, vd_q4_0_n)
+VD_PAIR(vd_q4_1, vd_q4_1_n)
+VD_PAIR(vd_q5_0, vd_q5_0_n)
+VD_PAIR(vd_q5_1, vd_q5_1_n)
+VD_PAIR(vd_q8_0, vd_q8_0_n)
+#define vd_q4_K_n(w, x, NR, nu, out) vd_q45_K_n(w, x, NR, nu, out, 0)
+#define vd_q5_K_n(w, x, NR, nu, out) vd_q45_K_n(w, x, NR, nu, out, 1)
+VD_PAIR(vd_q4_K, vd_q4_K_n)
+VD_PAIR(vd_q5_K, vd_q5_K_n)
+VD_PAIR(vd_q6_K, vd_q6_K_n)
+#undef VD_PAIR
 
-static vd_fn vd_for(int type) {
+typedef struct { vd_fn x1, x4; } vd_pair;
+
+/** The fused kernels of a type ({NULL, NULL}: the type takes matmul_impl.h's path). */
+static vd_pair vd_for(int type) {
   switch (type) {
-    case T_Q4_0: return vd_q4_0;
-    case T_Q4_1: return vd_q4_1;
-    case T_Q5_0: return vd_q5_0;
-    case T_Q5_1: return vd_q5_1;
-    case T_Q8_0: return vd_q8_0;
-    case T_Q4_K: return vd_q4_K;
-    case T_Q5_K: return vd_q5_K;
-    case T_Q6_K: return vd_q6_K;
-    default: return NULL;
+    case T_Q4_0: return (vd_pair){ vd_q4_0_x1, vd_q4_0_x4 };
+    case T_Q4_1: return (vd_pair){ vd_q4_1_x1, vd_q4_1_x4 };
+    case T_Q5_0: return (vd_pair){ vd_q5_0_x1, vd_q5_0_x4 };
+    case T_Q5_1: return (vd_pair){ vd_q5_1_x1, vd_q5_1_x4 };
+    case T_Q8_0: return (vd_pair){ vd_q8_0_x1, vd_q8_0_x4 };
+    case T_Q4_K: return (vd_pair){ vd_q4_K_x1, vd_q4_K_x4 };
+    case T_Q5_K: return (vd_pair){ vd_q5_K_x1, vd_q5_K_x4 };
+    case T_Q6_K: return (vd_pair){ vd_q6_K_x1, vd_q6_K_x4 };
+    default: return (vd_pair){ NULL, NULL };
   }
 }
 
-/** One chunk of rows: out[t, r] for every activation row t, each by one fused dot product. */
+/** out[t, r] for the rows of one chunk and every activation row t: four activation rows per
+ *  call while four remain, then one. Either way each output is the one-row kernel's sum. */
 static void vd_chunk(void *p, int64_t blk, int ith) {
   (void)ith;
   const mm_t *m = p;
-  const vd_fn f = vd_for(m->type);
-  const int64_t nu = m->cols / 32, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < m->rows ? r0 + VD_ROWS : m->rows;
-  for (int64_t t = 0; t < m->T; t++) {
+  const vd_pair f = vd_for(m->type);
+  const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
+  int64_t t = 0;
+  for (; t + 4 <= m->T; t += 4) {
+    const xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
+    float o[4];
+    for (int64_t r = r0; r < r1; r++) {
+      f.x4(m->w + r * m->rb, xr, nu, o);
+      for (int k = 0; k < 4; k++) m->out[(t + k) * rows + r] = o[k];
+    }
+  }
+  for (; t < m->T; t++) {
     const xrow_t xr = xrow_at(m, t);
-    for (int64_t r = r0; r < r1; r++) m->out[t * m->rows + r] = f(m->w + r * m->rb, &xr, nu);
+    for (int64_t r = r0; r < r1; r++) f.x1(m->w + r * m->rb, &xr, nu, m->out + t * rows + r);
   }
 }

@@ -12,21 +12,18 @@
 // Q8_K for IQ4_XS), and each output is accumulated in the order of the llama.cpp kernel that
 // computes that product (source of 2026-10-01, x86 with AVX2/AVX-512, default settings: weight
 // repacking on, llamafile on, tiled K-quant path on). Integer sums are exact whatever their
-// grouping, so only the float steps below have to be kept:
+// grouping, so only the float steps below have to be kept. llama.cpp picks its kernel by the
+// number of activation rows T; toy takes one order per weight whatever T, so that a row's bits do
+// not depend on the batch it is served in (batch invariance), and follows llama.cpp's prompt path:
 //   IQ4_NL, weights with rows % 8 == 0 (llama.cpp repacks them, ggml-cpu/repack.cpp, and runs
 //     gemv/gemm_iq4_nl_8x8 for every T): per output, acc = fma(float(Σ K·x of block b), d·dx, acc)
 //     over the blocks, one scalar chain (iq4_nl_chain);
-//   IQ4_NL, other row counts, one activation row: ggml_vec_dot_iq4_nl_q8_0 — 8 float lanes (lane
-//     l: values 4l..4l+3 of a block), even blocks into one accumulator and odd ones into another,
-//     acc = fma(dx·d, Σ lane, acc); then hsum(acc1 + acc2); an odd last block added by a scalar
-//     fma (iq4_nl_vec);
-//   IQ4_NL, other row counts, two or more rows: llamafile's tinyBLAS_Q0_AVX (llamafile_sgemm
-//     takes any n ≥ 2) — one 8-lane accumulator, acc = fma(d·dx, Σ lane, acc), then hsum
-//     (iq4_nl_tiny);
-//   IQ4_XS, T < 8: ggml_vec_dot_iq4_xs_q8_K — per super-block, integer lane sums
-//     Σ_ib (ls−32)·lane, then acc = fma(d·dx, float(sum), acc), then hsum (iq4_xs);
-//   IQ4_XS, T ≥ 8: ggml-cpu/tiled (the batched K-quant/IQ path) — per super-block the integer
-//     S = Σ_ib (ls−32)·Σ K·x, then out = fma(float(S)·d, dx, out), from 0 (iq4_xs_tiled).
+//   IQ4_NL, other row counts: llamafile's tinyBLAS_Q0_AVX (llama.cpp's order for T ≥ 2; its one-row
+//     vec_dot splits even and odd blocks into two accumulators) — one 8-lane accumulator,
+//     acc = fma(d·dx, Σ lane, acc), then hsum (iq4_nl_tiny);
+//   IQ4_XS: ggml-cpu/tiled (llama.cpp's batched K-quant/IQ path, T ≥ 8; its T < 8 vec_dot sums
+//     lanes first) — per super-block the integer S = Σ_ib (ls−32)·Σ K·x, then
+//     out = fma(float(S)·d, dx, out), from 0 (iq4_xs_tiled).
 // Checked by feeding llama.cpp's own intermediate tensors (dumped with an eval callback from the
 // same source, which reproduces refs/llamacpp to 5e-7) through these kernels: every output of
 // every IQ4 matmul of the llama-q-IQ4_NL/_XS prompts is bit-identical.
@@ -68,29 +65,6 @@ static inline void iq4_lanes(const uint8_t *qs, const int8_t *x, int32_t *lane) 
   }
 }
 
-static float NAME(iq4_nl_vec)(const uint8_t *w, const xrow_t *x, int64_t nb) {
-  float a1[8] = { 0 }, a2[8] = { 0 }, s[8];
-  int32_t lane[8];
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    iq4_lanes(w + IQ4_NL_BYTES * b + 2, x->q + 32 * b, lane);
-    const float d1 = x->dx[b] * iq4_h2f(w + IQ4_NL_BYTES * b);
-    for (int l = 0; l < 8; l++) a1[l] = fmaf(d1, (float)lane[l], a1[l]);
-    iq4_lanes(w + IQ4_NL_BYTES * (b + 1) + 2, x->q + 32 * (b + 1), lane);
-    const float d2 = x->dx[b + 1] * iq4_h2f(w + IQ4_NL_BYTES * (b + 1));
-    for (int l = 0; l < 8; l++) a2[l] = fmaf(d2, (float)lane[l], a2[l]);
-  }
-  for (int l = 0; l < 8; l++) s[l] = a1[l] + a2[l];
-  float sum = iq4_hsum8(s);
-  if (b < nb) {
-    iq4_lanes(w + IQ4_NL_BYTES * b + 2, x->q + 32 * b, lane);
-    int32_t isum = 0;
-    for (int l = 0; l < 8; l++) isum += lane[l];
-    sum = fmaf(x->dx[b] * iq4_h2f(w + IQ4_NL_BYTES * b), (float)isum, sum);
-  }
-  return sum;
-}
-
 static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nb, float *res) {
   for (int r = 0; r < NR; r++) {
     float acc[8] = { 0 };
@@ -99,25 +73,6 @@ static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_
       iq4_lanes(w + IQ4_NL_BYTES * b + 2, xr[r].q + 32 * b, lane);
       const float d = iq4_h2f(w + IQ4_NL_BYTES * b) * xr[r].dx[b];
       for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
-    }
-    res[r] = iq4_hsum8(acc);
-  }
-}
-
-static void NAME(iq4_xs)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb, float *res) {
-  for (int r = 0; r < NR; r++) {
-    float acc[8] = { 0 };
-    int32_t lane[8];
-    for (int64_t b = 0; b < nsb; b++) {
-      const uint8_t *blk = w + IQ4_XS_BYTES * b;
-      int32_t S[8] = { 0 };
-      for (int ib = 0; ib < 8; ib++) {
-        iq4_lanes(blk + 8 + 16 * ib, xr[r].q + 256 * b + 32 * ib, lane);
-        const int ls = iq4_xs_scale(blk, ib);
-        for (int l = 0; l < 8; l++) S[l] += ls * lane[l];
-      }
-      const float d = iq4_h2f(blk) * xr[r].dx[8 * b];
-      for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)S[l], acc[l]);
     }
     res[r] = iq4_hsum8(acc);
   }
@@ -181,27 +136,6 @@ static inline __m256i iq4_pairs(__m256i w, __m256i x) {
 }
 #define IQ4_XQ(xr, u) _mm256_loadu_si256((const __m256i *)((xr)->q + 32 * (u)))
 
-static float NAME(iq4_nl_vec)(const uint8_t *w, const xrow_t *x, int64_t nb) {
-  const __m128i table = _mm_loadu_si128((const __m128i *)iq4_kvalues);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    const uint8_t *w1 = w + IQ4_NL_BYTES * b, *w2 = w1 + IQ4_NL_BYTES;
-    const __m256i p1 = _mm256_madd_epi16(iq4_pairs(iq4_values(w1 + 2, table), IQ4_XQ(x, b)), ones);
-    const __m256i p2 = _mm256_madd_epi16(iq4_pairs(iq4_values(w2 + 2, table), IQ4_XQ(x, b + 1)), ones);
-    a1 = _mm256_fmadd_ps(_mm256_set1_ps(x->dx[b] * _cvtsh_ss(iq4_u16(w1))), _mm256_cvtepi32_ps(p1), a1);
-    a2 = _mm256_fmadd_ps(_mm256_set1_ps(x->dx[b + 1] * _cvtsh_ss(iq4_u16(w2))), _mm256_cvtepi32_ps(p2), a2);
-  }
-  float sum = hsum_f32_avx2(_mm256_add_ps(a1, a2));
-  if (b < nb) {
-    const uint8_t *w1 = w + IQ4_NL_BYTES * b;
-    const int32_t isum = hsum_i32_avx2(_mm256_madd_epi16(iq4_pairs(iq4_values(w1 + 2, table), IQ4_XQ(x, b)), ones));
-    sum = fmaf(x->dx[b] * _cvtsh_ss(iq4_u16(w1)), (float)isum, sum);
-  }
-  return sum;
-}
-
 static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nb, float *res) {
   const __m128i table = _mm_loadu_si128((const __m128i *)iq4_kvalues);
   const __m256i ones = _mm256_set1_epi16(1);
@@ -224,33 +158,6 @@ static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_
   if (NR > 3) res[3] = hsum_f32_avx2(a3);
 }
 
-static void NAME(iq4_xs)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb, float *res) {
-  const __m128i table = _mm_loadu_si128((const __m128i *)iq4_kvalues);
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t b = 0; b < nsb; b++) {
-    const uint8_t *blk = w + IQ4_XS_BYTES * b;
-    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-    for (int ib = 0; ib < 8; ib++) {
-      const __m256i q = iq4_values(blk + 8 + 16 * ib, table), qa = _mm256_sign_epi8(q, q);
-      const __m256i ls = _mm256_set1_epi16((short)iq4_xs_scale(blk, ib));
-#define ROW(s, r) s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(qa, _mm256_sign_epi8(IQ4_XQ(&xr[r], 8 * b + ib), q)), ls))
-      ROW(s0, 0);
-      if (NR > 1) ROW(s1, 1);
-      if (NR > 2) ROW(s2, 2);
-      if (NR > 3) ROW(s3, 3);
-#undef ROW
-    }
-    const float d = _cvtsh_ss(iq4_u16(blk));
-    a0 = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[0].dx[8 * b]), _mm256_cvtepi32_ps(s0), a0);
-    if (NR > 1) a1 = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[1].dx[8 * b]), _mm256_cvtepi32_ps(s1), a1);
-    if (NR > 2) a2 = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[2].dx[8 * b]), _mm256_cvtepi32_ps(s2), a2);
-    if (NR > 3) a3 = _mm256_fmadd_ps(_mm256_set1_ps(d * xr[3].dx[8 * b]), _mm256_cvtepi32_ps(s3), a3);
-  }
-  res[0] = hsum_f32_avx2(a0);
-  if (NR > 1) res[1] = hsum_f32_avx2(a1);
-  if (NR > 2) res[2] = hsum_f32_avx2(a2);
-  if (NR > 3) res[3] = hsum_f32_avx2(a3);
-}
 #undef IQ4_XQ
 #endif
 
@@ -395,30 +302,6 @@ static inline __m512 iq4_scale2(float a, float b) {
   return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
 }
 
-// Decode: an even block in the low half, the next odd one in the high half, so the halves are
-// the AVX2 kernel's two accumulators.
-static float NAME(iq4_nl_vec)(const uint8_t *w, const xrow_t *x, int64_t nb) {
-  const __m512i table = iq4_table512();
-  __m512 acc = _mm512_setzero_ps();
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    const uint8_t *w1 = w + IQ4_NL_BYTES * b, *w2 = w1 + IQ4_NL_BYTES;
-    const __m512i q = iq4_values2(w1 + 2, w2 + 2, table);
-    const __m512i xq = _mm512_loadu_si512((const void *)(x->q + 32 * b));
-    const __m512 d = iq4_scale2(x->dx[b] * _cvtsh_ss(iq4_u16(w1)), x->dx[b + 1] * _cvtsh_ss(iq4_u16(w2)));
-    acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(iq4_dot4(q, xq)), acc);
-  }
-  float sum = hsum_f32_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
-  if (b < nb) {
-    const uint8_t *w1 = w + IQ4_NL_BYTES * b;
-    const __m512i q = iq4_values2(w1 + 2, w1 + 2, table);
-    const __m512i xq = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x->q + 32 * b)));
-    const int32_t isum = hsum_i32_avx2(_mm512_castsi512_si256(iq4_dot4(q, xq)));
-    sum = fmaf(x->dx[b] * _cvtsh_ss(iq4_u16(w1)), (float)isum, sum);
-  }
-  return sum;
-}
-
 // Prompt: the weight block in both halves, two activation rows per register.
 static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nb, float *res) {
   const __m512i table = iq4_table512();
@@ -436,45 +319,6 @@ static void NAME(iq4_nl_tiny)(const uint8_t *w, const xrow_t *xr, int NR, int64_
   for (int i = 0; i < NR; i++) res[i] = r[i];
 }
 
-static void NAME(iq4_xs)(const uint8_t *w, const xrow_t *xr, int NR, int64_t nsb, float *res) {
-  const __m512i table = iq4_table512();
-  if (NR == 1) { // two sub-blocks per register; their integer lanes are added before the float step
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nsb; b++) {
-      const uint8_t *blk = w + IQ4_XS_BYTES * b;
-      __m512i s = _mm512_setzero_si512();
-      for (int ib = 0; ib < 8; ib += 2) {
-        const __m512i q = iq4_values2(blk + 8 + 16 * ib, blk + 24 + 16 * ib, table);
-        const __m512i xq = _mm512_loadu_si512((const void *)(xr[0].q + 256 * b + 32 * ib));
-        const __m512i ls = _mm512_inserti64x4(_mm512_set1_epi32(iq4_xs_scale(blk, ib)), _mm256_set1_epi32(iq4_xs_scale(blk, ib + 1)), 1);
-        s = _mm512_add_epi32(s, _mm512_mullo_epi32(iq4_dot4(q, xq), ls));
-      }
-      const __m256i S = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(iq4_u16(blk)) * xr[0].dx[8 * b]), _mm256_cvtepi32_ps(S), acc);
-    }
-    res[0] = hsum_f32_avx2(acc);
-    return;
-  }
-  __m512 a01 = _mm512_setzero_ps(), a23 = a01;
-  for (int64_t b = 0; b < nsb; b++) {
-    const uint8_t *blk = w + IQ4_XS_BYTES * b;
-    __m512i s01 = _mm512_setzero_si512(), s23 = s01;
-    for (int ib = 0; ib < 8; ib++) {
-      const uint8_t *qs = blk + 8 + 16 * ib;
-      const __m512i q = iq4_values2(qs, qs, table);
-      const __m512i ls = _mm512_set1_epi32(iq4_xs_scale(blk, ib));
-      const int64_t u = 8 * b + ib;
-      s01 = _mm512_add_epi32(s01, _mm512_mullo_epi32(iq4_dot4(q, iq4_x2(&xr[0], &xr[1], u)), ls));
-      if (NR > 2) s23 = _mm512_add_epi32(s23, _mm512_mullo_epi32(iq4_dot4(q, iq4_x2(&xr[2], &xr[NR - 1], u)), ls));
-    }
-    const float d = _cvtsh_ss(iq4_u16(blk));
-    a01 = _mm512_fmadd_ps(iq4_scale2(d * xr[0].dx[8 * b], d * xr[1].dx[8 * b]), _mm512_cvtepi32_ps(s01), a01);
-    if (NR > 2) a23 = _mm512_fmadd_ps(iq4_scale2(d * xr[2].dx[8 * b], d * xr[NR - 1].dx[8 * b]), _mm512_cvtepi32_ps(s23), a23);
-  }
-  const float r[4] = { hsum_f32_avx2(_mm512_castps512_ps256(a01)), hsum_f32_avx2(_mm512_extractf32x8_ps(a01, 1)),
-                       hsum_f32_avx2(_mm512_castps512_ps256(a23)), hsum_f32_avx2(_mm512_extractf32x8_ps(a23, 1)) };
-  for (int i = 0; i < NR; i++) res[i] = r[i];
-}
 #endif
 
 // ---------------------------------------------------------------- the matmul task
@@ -487,8 +331,10 @@ static void NAME(iq4_chunk)(void *p, int64_t blk, int ith) {
   const int xs = m->type == T_IQ4_XS;
   const int64_t rows = m->rows, T = m->T, n = xs ? m->cols / 256 : m->cols / 32;
   const int64_t r0 = blk * IQ4_ROWS, r1 = r0 + IQ4_ROWS < rows ? r0 + IQ4_ROWS : rows;
-  // llama.cpp's path for this product (see the top of this file)
-  const int chain = xs ? T >= 8 : rows % 8 == 0;
+  // One summation order per weight, whatever T (batch invariance: a row's output must not depend
+  // on the rows beside it): IQ4_XS always takes llama.cpp's batched (tiled) order, IQ4_NL the
+  // repacked chain when its rows allow, else tinyBLAS's order (see the top of this file).
+  const int chain = xs ? 1 : rows % 8 == 0;
   if (chain) { // eight weight rows per call, up to IQ4_NT activation rows
     xrow_t xr[IQ4_NT];
     for (int64_t t0 = 0; t0 < T; t0 += IQ4_NT) {
@@ -508,19 +354,13 @@ static void NAME(iq4_chunk)(void *p, int64_t blk, int ith) {
     }
     return;
   }
-  if (T == 1 && !xs) {
-    const xrow_t x = xrow_at(m, 0);
-    for (int64_t r = r0; r < r1; r++) m->out[r] = NAME(iq4_nl_vec)(m->w + r * m->rb, &x, n);
-    return;
-  }
   for (int64_t t = 0; t < T; t += 4) {
     const int NR = T - t < 4 ? (int)(T - t) : 4;
     xrow_t xr[4];
     for (int i = 0; i < NR; i++) xr[i] = xrow_at(m, t + i);
     float res[4];
     for (int64_t r = r0; r < r1; r++) {
-      if (xs) NAME(iq4_xs)(m->w + r * m->rb, xr, NR, n, res);
-      else NAME(iq4_nl_tiny)(m->w + r * m->rb, xr, NR, n, res);
+      NAME(iq4_nl_tiny)(m->w + r * m->rb, xr, NR, n, res); // IQ4_NL whose rows are not a multiple of 8
       for (int i = 0; i < NR; i++) m->out[(t + i) * rows + r] = res[i];
     }
   }

@@ -52,113 +52,351 @@ static inline __m512i vnni_two_x16(const uint8_t *a, const uint8_t *b) {
 }
 
 /** Stores each row's result: the AVX2 kernel's horizontal sum of its half. */
-static inline void vnni_finish(__m512 a0, __m512 a1, __m512 a2, __m512 a3, float *out) {
-  const __m512 acc[4] = { a0, a1, a2, a3 };
+static inline void vnni_finish(const __m512 *acc, float *out) {
   for (int p = 0; p < 4; p++) {
     out[2 * p] = hsum_f32_avx2(_mm512_castps512_ps256(acc[p]));
     out[2 * p + 1] = hsum_f32_avx2(_mm512_extractf32x8_ps(acc[p], 1));
   }
 }
 
-/** Rows w, w + rb, …, w + 7·rb (Q4_1) times x: out[i] = row i · x, as vd_q4_1 computes it. */
-static void vnni_q4_1_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out) {
+// The kernels below take NR activation rows (1 or 4, constant once inlined): the eight weight
+// rows' blocks are decoded once per block step and each activation row keeps its own four
+// accumulators, so every output is the one-row kernel's sum whatever NR (batch invariance).
+// out[r * ostride + i] = weight row i · x[r].
+#define VNNI_KERNEL static inline __attribute__((always_inline))
+#define VNNI_ZERO4 { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() }
+#define XQ512(r, u) _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r].q + 32 * (u))))
+
+/** Rows w, w + rb, …, w + 7·rb (Q4_1) times x, as vd_q4_1 computes it. */
+VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   // Nibbles: 128-bit lanes hold row 2p's bytes, twice, then row 2p+1's; the odd lanes shift by 4.
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0; // named: arrays end up on the stack
-  __m256 offs = _mm256_setzero_ps();
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + 20 * u;
-    vnni_prefetch(w, rb, nu, u);
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
-    offs = _mm256_add_ps(offs, _mm256_mul_ps(m, _mm256_set1_ps(x->fs[2 * u])));
-    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x->dx[u]));
-    const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->q + 32 * u)));
-#define PAIR(acc, p) do { \
-      const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 4 + 2 * (p) * rb, b + 4 + (2 * (p) + 1) * rb), counts), m4); \
-      const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xq); \
-      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(sum), acc); \
-    } while (0)
-    PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
-#undef PAIR
+    __m512i q[4];
+    for (int p = 0; p < 4; p++) q[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 4 + 2 * p * rb, b + 4 + (2 * p + 1) * rb), counts), m4);
+    for (int r = 0; r < NR; r++) {
+      offs[r] = _mm256_add_ps(offs[r], _mm256_mul_ps(m, _mm256_set1_ps(x[r].fs[2 * u])));
+      const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+      const __m512i xq = XQ512(r, u);
+      for (int p = 0; p < 4; p++)
+        acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[p], xq)), acc[r][p]);
+    }
   }
-  float e[8];
-  _mm256_storeu_ps(e, offs);
-  vnni_finish(a0, a1, a2, a3, out);
-  for (int r = 0; r < 8; r++) out[r] += e[r]; // + offsets, as vd_q4_1 ends
+  for (int r = 0; r < NR; r++) {
+    float e[8];
+    _mm256_storeu_ps(e, offs[r]);
+    vnni_finish(acc[r], out + r * ostride);
+    for (int i = 0; i < 8; i++) out[r * ostride + i] += e[i]; // + offsets, as vd_q4_1 ends
+  }
 }
 
-/** |q| × (x with q's sign) summed per 4 bytes: AVX2's sign trick for signed × signed, as vd_ss
- *  computes it (q = 0 gives 0 either way). */
-static inline __m512i vnni_ss(__m512i q, __m512i xq) {
-  const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(q), _mm512_setzero_si512(), xq);
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), xs);
+/** Signed weights (Q4_0, Q5_0, Q8_0) for eight rows, as unsigned codes qu = q + k per pair of rows:
+ *  vpdpbusd(−k·Σx, qu, x) = Σ (q + k)·x − k·Σx = Σ q·x, exactly the int32 lanes of AVX2's sign
+ *  trick (maddubs(|q|, ±x) + madd), with one instruction per pair and activation row. */
+VNNI_KERNEL void vnni_signed_n(const __m512i *qu, int k, const __m256 d, const xrow_t *x, int NR, int64_t u, __m512 acc[4][4]) {
+  const __m512i kb = _mm512_set1_epi8((char)k), zero = _mm512_setzero_si512();
+  for (int r = 0; r < NR; r++) {
+    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+    const __m512i xq = XQ512(r, u);
+    const __m512i negk = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, kb, xq)); // −k·Σx per lane
+    for (int p = 0; p < 4; p++)
+      acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
+  }
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
-static void vnni_q4_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out) {
+VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + 18 * u;
-    vnni_prefetch(w, rb, nu, u);
-    const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb))), _mm256_set1_ps(x->dx[u]));
-    const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->q + 32 * u)));
-#define PAIR(acc, p) do { \
-      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * (p) * rb, b + 2 + (2 * (p) + 1) * rb), counts), m4); \
-      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(vnni_ss(_mm512_sub_epi8(nib, eight), xq)), acc); \
-    } while (0)
-    PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
-#undef PAIR
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
+    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
+    __m512i qu[4]; // the nibbles: q + 8
+    for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
+    vnni_signed_n(qu, 8, d, x, NR, u, acc);
   }
-  vnni_finish(a0, a1, a2, a3, out);
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
 
 /** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it. */
-static void vnni_q8_0_x8(const uint8_t *w, size_t rb, const xrow_t *x, int64_t nu, float *out) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + 34 * u;
-    vnni_prefetch(w, rb, nu, u);
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
-    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x->dx[u]));
-    const __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->q + 32 * u)));
-#define PAIR(acc, p) do { \
-      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 + 2 * (p) * rb))), \
-                                           _mm256_loadu_si256((const __m256i *)(b + 2 + (2 * (p) + 1) * rb)), 1); \
-      acc = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(vnni_ss(q, xq)), acc); \
-    } while (0)
-    PAIR(a0, 0); PAIR(a1, 1); PAIR(a2, 2); PAIR(a3, 3);
-#undef PAIR
+    __m512i qu[4]; // q + 128 (flipping the sign bit)
+    for (int p = 0; p < 4; p++)
+      qu[p] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 + 2 * p * rb))),
+                                                  _mm256_loadu_si256((const __m256i *)(b + 2 + (2 * p + 1) * rb)), 1), _mm512_set1_epi8((char)0x80));
+    vnni_signed_n(qu, 128, d, x, NR, u, acc);
   }
-  vnni_finish(a0, a1, a2, a3, out);
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
+}
+/** The fifth bits of rows 2p and 2p+1 (the u32 at qh, qh + rb) as a byte mask over a pair
+ *  register: bit j of each half is value j, as the nibbles are laid out (low, then high). */
+static inline __mmask64 vnni_qh_pair(const uint8_t *qh, size_t rb) {
+  uint32_t a, b;
+  memcpy(&a, qh, 4);
+  memcpy(&b, qh + rb, 4);
+  return _cvtu64_mask64((uint64_t)a | (uint64_t)b << 32);
 }
 
-typedef void (*vnni_fn)(const uint8_t *, size_t, const xrow_t *, int64_t, float *);
+/** Rows w, w + rb, …, w + 7·rb (Q5_0) times x, as vd_q5_0 computes it. */
+VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
+    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
+    __m512i qu[4]; // the five-bit codes: q + 16
+    for (int p = 0; p < 4; p++) {
+      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 6 + 2 * p * rb, b + 6 + (2 * p + 1) * rb), counts), m4);
+      qu[p] = _mm512_mask_add_epi8(nib, vnni_qh_pair(b + 2 + 2 * p * rb, rb), nib, k16);
+    }
+    vnni_signed_n(qu, 16, d, x, NR, u, acc);
+  }
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
+}
 
-static vnni_fn vnni_for(int type) {
+/** Rows w, w + rb, …, w + 7·rb (Q5_1) times x, as vd_q5_1 computes it. */
+VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + us * u;
+    if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
+    const __m256i dm = vnni_heads(b, rb);
+    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
+    __m512i q[4];
+    for (int p = 0; p < 4; p++) {
+      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 8 + 2 * p * rb, b + 8 + (2 * p + 1) * rb), counts), m4);
+      q[p] = _mm512_mask_add_epi8(nib, vnni_qh_pair(b + 4 + 2 * p * rb, rb), nib, k16);
+    }
+    for (int r = 0; r < NR; r++) {
+      offs[r] = _mm256_add_ps(offs[r], _mm256_mul_ps(m, _mm256_set1_ps(x[r].fs[2 * u])));
+      const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+      const __m512i xq = XQ512(r, u);
+      for (int p = 0; p < 4; p++)
+        acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[p], xq)), acc[r][p]);
+    }
+  }
+  for (int r = 0; r < NR; r++) {
+    float e[8];
+    _mm256_storeu_ps(e, offs[r]);
+    vnni_finish(acc[r], out + r * ostride);
+    for (int i = 0; i < 8; i++) out[r * ostride + i] += e[i];
+  }
+}
+// K-quants: the sub-block sums go through maddubs (u8 × s8 pairs, as AVX2) and then vpdpwssd,
+// which multiplies the int16 pairs by the 16-bit sub-scale and adds them into the int32 lane in
+// one instruction: the same exact int32 lanes as AVX2's madd + add. The per-row float work (the
+// super-block scale, the mins) runs for the eight rows in one vector, lane by lane the scalar
+// code's operations in its order.
+
+/** A pair register: row 2p's 32 bytes at a, row 2p+1's at a + rb. */
+static inline __m512i vnni_two_x32(const uint8_t *a, size_t rb) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)(a + rb)), 1);
+}
+/** 16-bit scales: s0 over the low half (row 2p), s1 over the high half (row 2p+1). */
+static inline __m512i vnni_sc16(int s0, int s1) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)s0)), _mm256_set1_epi16((short)s1), 1);
+}
+/** Eight floats from eight halves at b, b + rb, …: the blocks' d (or, at offset 2, dmin). */
+static inline __m256 vnni_halves(const uint8_t *b, size_t rb) {
+  int16_t v[8];
+  for (int r = 0; r < 8; r++) memcpy(&v[r], b + r * rb, 2);
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)v));
+}
+
+/** Rows w, w + rb, …, w + 7·rb (Q4_K, or Q5_K with five) times x, as vd_q45_K_n computes it. */
+VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride, int five) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  __m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+  for (int64_t b = 0; b < nu / 8; b++) {
+    const uint8_t *blk = w + b * us;
+    if (rb > us) vnni_prefetch(w, rb, nu / 8, b); // lines per super-block step: the same formula, nu/8 steps
+    int sc[8][8];
+    int32_t mn[8][8]; // [sub-block][row]
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 8; j++) vd_scale_min(j, blk + i * rb + 4, &sc[j][i], &mn[j][i]);
+    const __m256 wd = vnni_halves(blk, rb), dmin = vnni_halves(blk + 2, rb);
+    __m512i sumi[4][4];
+    for (int r = 0; r < NR; r++)
+      for (int p = 0; p < 4; p++) sumi[r][p] = _mm512_setzero_si512();
+    __m256 msum[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    const uint8_t *qs = blk + (five ? 48 : 16);
+    for (int j = 0; j < 4; j++) {
+      const int64_t u = 8 * b + 2 * j;
+      const __m256 m0 = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)mn[2 * j]));
+      const __m256 m1 = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)mn[2 * j + 1]));
+      for (int r = 0; r < NR; r++) {
+        const __m256 t0 = _mm256_mul_ps(m0, _mm256_set1_ps(x[r].fs[2 * u] + x[r].fs[2 * u + 1]));
+        const __m256 t1 = _mm256_mul_ps(m1, _mm256_set1_ps(x[r].fs[2 * u + 2] + x[r].fs[2 * u + 3]));
+        msum[r] = _mm256_add_ps(msum[r], _mm256_add_ps(t0, t1));
+      }
+      for (int p = 0; p < 4; p++) {
+        const __m512i bits = vnni_two_x32(qs + 2 * p * rb + 32 * j, rb);
+        __m512i lo = _mm512_and_si512(bits, m4), hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+        if (five) {
+          const __m512i hb = vnni_two_x32(blk + 16 + 2 * p * rb, rb);
+          lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 2 * j), one), 4));
+          hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 2 * j + 1), one), 4));
+        }
+        const __m512i s0 = vnni_sc16(sc[2 * j][2 * p], sc[2 * j][2 * p + 1]), s1 = vnni_sc16(sc[2 * j + 1][2 * p], sc[2 * j + 1][2 * p + 1]);
+        for (int r = 0; r < NR; r++) {
+          sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], _mm512_maddubs_epi16(lo, XQ512(r, u)), s0);
+          sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], _mm512_maddubs_epi16(hi, XQ512(r, u + 1)), s1);
+        }
+      }
+    }
+    for (int r = 0; r < NR; r++) {
+      const __m256 s = _mm256_mul_ps(wd, _mm256_set1_ps(x[r].dx[8 * b]));
+      for (int p = 0; p < 4; p++) acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(sumi[r][p]), acc[r][p]);
+      mins[r] = _mm256_add_ps(mins[r], _mm256_mul_ps(dmin, msum[r]));
+    }
+  }
+  for (int r = 0; r < NR; r++) {
+    float e[8];
+    _mm256_storeu_ps(e, mins[r]);
+    vnni_finish(acc[r], out + r * ostride);
+    for (int i = 0; i < 8; i++) out[r * ostride + i] -= e[i];
+  }
+}
+#define vnni_q4_K_n(w, rb, us, x, NR, nu, out, os) vnni_q45_K_n(w, rb, us, x, NR, nu, out, os, 0)
+#define vnni_q5_K_n(w, rb, us, x, NR, nu, out, os) vnni_q45_K_n(w, rb, us, x, NR, nu, out, os, 1)
+
+/** Rows w, w + rb, …, w + 7·rb (Q6_K) times x, as vd_q6_K_n computes it. */
+VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(3), k32 = _mm512_set1_epi8(32);
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  for (int64_t b = 0; b < nu / 8; b++) {
+    const uint8_t *blk = w + b * us;
+    if (rb > us) vnni_prefetch(w, rb, nu / 8, b);
+    const __m256 wd = vnni_halves(blk + 208, rb);
+    __m512i sumi[4][4];
+    for (int r = 0; r < NR; r++)
+      for (int p = 0; p < 4; p++) sumi[r][p] = _mm512_setzero_si512();
+    for (int half = 0; half < 2; half++) {
+      __m512i y32[4][4]; // Σ 32·y per pair, shared by the eight rows
+      for (int r = 0; r < NR; r++)
+        for (int k = 0; k < 4; k++) y32[r][k] = _mm512_maddubs_epi16(k32, XQ512(r, 8 * b + 4 * half + k));
+      for (int p = 0; p < 4; p++) {
+        const uint8_t *ql = blk + 2 * p * rb + 64 * half, *qh = blk + 2 * p * rb + 128 + 32 * half;
+        const int8_t *sa = (const int8_t *)(blk + 2 * p * rb + 192 + 8 * half), *sb = sa + rb;
+        const __m512i bits1 = vnni_two_x32(ql, rb), bits2 = vnni_two_x32(ql + 32, rb), h = vnni_two_x32(qh, rb);
+        const __m512i q[4] = {
+          _mm512_or_si512(_mm512_and_si512(bits1, m4), _mm512_slli_epi16(_mm512_and_si512(h, m2), 4)),
+          _mm512_or_si512(_mm512_and_si512(bits2, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m2), 4)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bits1, 4), m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m2), 4)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bits2, 4), m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m2), 4)),
+        };
+        for (int k = 0; k < 4; k++) {
+          // 128-bit lanes: row 2p's two sub-scales, then row 2p+1's.
+          const __m512i scales = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16(sa[2 * k + 1]), _mm_set1_epi16(sa[2 * k]))),
+                                                    _mm256_set_m128i(_mm_set1_epi16(sb[2 * k + 1]), _mm_set1_epi16(sb[2 * k])), 1);
+          for (int r = 0; r < NR; r++) {
+            const __m512i pr = _mm512_sub_epi16(_mm512_maddubs_epi16(q[k], XQ512(r, 8 * b + 4 * half + k)), y32[r][k]);
+            sumi[r][p] = _mm512_dpwssd_epi32(sumi[r][p], pr, scales);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < NR; r++) {
+      const __m256 s = _mm256_mul_ps(wd, _mm256_set1_ps(x[r].dx[8 * b]));
+      for (int p = 0; p < 4; p++) acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(sumi[r][p]), acc[r][p]);
+    }
+  }
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
+}
+#undef XQ512
+
+typedef void (*vnni_fn)(const uint8_t *, size_t, size_t, const xrow_t *, int64_t, float *, int64_t);
+#define VNNI_PAIR(name) \
+  static void name##_x1(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, us, x, 1, nu, out, os); } \
+  static void name##_x4(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, us, x, 4, nu, out, os); }
+VNNI_PAIR(vnni_q4_0)
+VNNI_PAIR(vnni_q4_1)
+VNNI_PAIR(vnni_q8_0)
+VNNI_PAIR(vnni_q5_0)
+VNNI_PAIR(vnni_q5_1)
+VNNI_PAIR(vnni_q4_K)
+VNNI_PAIR(vnni_q5_K)
+VNNI_PAIR(vnni_q6_K)
+#undef VNNI_PAIR
+
+typedef struct { vnni_fn x1, x4; } vnni_pair;
+
+static vnni_pair vnni_for(int type) {
   switch (type) {
-    case T_Q4_0: return vnni_q4_0_x8;
-    case T_Q4_1: return vnni_q4_1_x8;
-    case T_Q8_0: return vnni_q8_0_x8;
-    default: return NULL;
+    case T_Q4_0: return (vnni_pair){ vnni_q4_0_x1, vnni_q4_0_x4 };
+    case T_Q4_1: return (vnni_pair){ vnni_q4_1_x1, vnni_q4_1_x4 };
+    case T_Q8_0: return (vnni_pair){ vnni_q8_0_x1, vnni_q8_0_x4 };
+    case T_Q5_0: return (vnni_pair){ vnni_q5_0_x1, vnni_q5_0_x4 };
+    case T_Q5_1: return (vnni_pair){ vnni_q5_1_x1, vnni_q5_1_x4 };
+    case T_Q4_K: return (vnni_pair){ vnni_q4_K_x1, vnni_q4_K_x4 };
+    case T_Q5_K: return (vnni_pair){ vnni_q5_K_x1, vnni_q5_K_x4 };
+    case T_Q6_K: return (vnni_pair){ vnni_q6_K_x1, vnni_q6_K_x4 };
+    default: return (vnni_pair){ NULL, NULL };
   }
 }
 
-/** vd_chunk with eight rows per call; rows past a multiple of eight take the AVX2 kernel. */
+/** Bytes of one block step of a type's kernel (a block, or a K-quant's super-block). */
+static size_t vnni_block_bytes(int type) {
+  switch (type) {
+    case T_Q4_0: return 18;
+    case T_Q4_1: return 20;
+    case T_Q5_0: return 22;
+    case T_Q5_1: return 24;
+    case T_Q8_0: return 34;
+    case T_Q4_K: return 144;
+    case T_Q5_K: return 176;
+    case T_Q6_K: return 210;
+    default: return 0;
+  }
+}
+
+/** vd_chunk with eight weight rows per call; rows past a multiple of eight take the AVX2 kernel.
+ *  Repacked weights (m->packed, vnni_repack) hold each group of eight rows block-interleaved: the
+ *  kernel then reads one sequential stream. Same bits either way. */
 static void vnni_chunk(void *p, int64_t blk, int ith) {
   (void)ith;
   const mm_t *m = p;
-  const vnni_fn f8 = vnni_for(m->type);
-  const vd_fn f1 = vd_for(m->type);
-  const int64_t nu = m->cols / 32, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < m->rows ? r0 + VD_ROWS : m->rows;
-  for (int64_t t = 0; t < m->T; t++) {
-    const xrow_t xr = xrow_at(m, t);
-    float *out = m->out + t * m->rows;
+  const vnni_pair f8 = vnni_for(m->type);
+  const vd_pair f1 = vd_for(m->type);
+  const size_t bs = vnni_block_bytes(m->type), rs = m->packed ? bs : m->rb, us = m->packed ? 8 * bs : bs;
+  const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
+  int64_t t = 0;
+  for (; t + 4 <= m->T; t += 4) {
+    const xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
+    float *out = m->out + t * rows;
     int64_t r = r0;
-    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8(m->w + r * m->rb, m->rb, &xr, nu, out + r);
-    for (; r < r1; r++) out[r] = f1(m->w + r * m->rb, &xr, nu);
+    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x4(m->w + r * m->rb, rs, us, xr, nu, out + r, rows);
+    for (; r < r1; r++) {
+      float o[4];
+      f1.x4(m->w + r * m->rb, xr, nu, o);
+      for (int k = 0; k < 4; k++) out[k * rows + r] = o[k];
+    }
+  }
+  for (; t < m->T; t++) {
+    const xrow_t xr = xrow_at(m, t);
+    float *out = m->out + t * rows;
+    int64_t r = r0;
+    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x1(m->w + r * m->rb, rs, us, &xr, nu, out + r, rows);
+    for (; r < r1; r++) f1.x1(m->w + r * m->rb, &xr, nu, out + r);
   }
 }

@@ -75,19 +75,9 @@ async function ask(client: OpenAI, i: number): Promise<Answer> {
  * The ts backend computes every row on its own in float64 sums (row-invariant by construction).
  * The cpu backend's kernels must give each row the same bits whatever the number of rows.
  */
-const backends: { name: string; todo?: string }[] = [{ name: "ts" }];
-if (!("error" in cpuBackend())) {
-  backends.push({
-    name: "cpu",
-    // Known (issue 18): the native matmul takes another summation order for T ≥ 4 rows than for
-    // T ≤ 3, and swiglu / geglu / gelu compute a width's last (width mod 8) values with scalar
-    // code when they end the array, with vector code when another row follows (stories260K's
-    // feed-forward is 172 wide). Remove this once the native kernels are row-invariant.
-    todo: "the native kernels are not yet row-invariant (issue 18)",
-  });
-}
+const backends = ["ts", ...("error" in cpuBackend() ? [] : ["cpu"])];
 
-for (const { name, todo } of backends) {
+for (const name of backends) {
   describe(`toy serve answers do not depend on load (${MODEL}, ${name} backend)`, { skip: fx.skip }, () => {
     let s: Served;
     const solo: Answer[] = [];
@@ -105,7 +95,7 @@ for (const { name, todo } of backends) {
       }
     });
 
-    test(`${CLIENTS} clients at once get their solo answers, bit for bit, ${ROUNDS} rounds in a row`, { todo }, async () => {
+    test(`${CLIENTS} clients at once get their solo answers, bit for bit, ${ROUNDS} rounds in a row`, async () => {
       for (let round = 0; round < ROUNDS; round++) {
         const together = await Promise.all(Array.from({ length: CLIENTS }, (_, i) => ask(s.client, i)));
         for (let i = 0; i < CLIENTS; i++) {

@@ -7,13 +7,14 @@ import { fileURLToPath } from "node:url";
 import { loadCpuBackend, type CpuBackend } from "../../src/backends/cpu/index.js";
 import { MATMUL_TYPES, makeWeight, randn } from "../../src/backends/cpu/selftest.js";
 
-/** Row counts off and on the kernels' 8-row groups; T = 1..3 (fused decode) and 4..9 (prompt path). */
+/** Row counts off and on the kernels' 8-row groups; T = 1..3 (one activation row per kernel call) and 4..17
+ *  (four per call, then the rest one by one). */
 export function matmulOutputs(cpu: CpuBackend): Float32Array[] {
   const outs: Float32Array[] = [];
   for (const type of MATMUL_TYPES)
     for (const [rows, cols] of [[37, 512], [64, 1536], [200, 256]]) {
       const w = makeWeight(type, rows, cols, 40 + type + rows);
-      for (const T of [1, 2, 3, 4, 5, 9]) {
+      for (const T of [1, 2, 3, 4, 5, 9, 17]) {
         const out = new Float32Array(T * rows);
         cpu.kernels.matmul(randn(T * cols, 50 + T + cols), w, T, out);
         outs.push(out);

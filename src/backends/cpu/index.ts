@@ -7,6 +7,11 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import type { Kernels } from "../kernels.js";
 import type { NativeAddon } from "./native.js";
+import { GGMLType } from "../../io/gguf/types.js";
+import type { Weight } from "../../tensor/weight.js";
+
+/** Repacked: every type but F32 (training updates F32 weights in place; F32 decode streams well as it is). */
+const repacks = (type: number) => type !== GGMLType.F32;
 
 export type { NativeAddon } from "./native.js";
 export { selfTest, type SelfTestResult } from "./selftest.js";
@@ -51,9 +56,26 @@ export function loadCpuBackend(): CpuBackend | { error: string } {
 const KV_TYPE_ID = { f32: 0, f16: 1, q8_0: 8 } as const;
 
 function cpuKernels(a: NativeAddon): Kernels {
+  // Weights are repacked on their first product (native/matmul.c k_repack: eight-row groups
+  // block-interleaved, one memory stream for the widest kernels; same results). The copy lives as
+  // long as the weight's bytes; for a mapped file the original pages are dropped, so it replaces
+  // them in memory. F32 weights are left alone: training updates those in place.
+  const packed = new WeakMap<Uint8Array, Uint8Array | null>();
+  const packedOf = (w: Weight): Uint8Array | null => {
+    let p = packed.get(w.bytes);
+    if (p === undefined) {
+      p = repacks(w.type) && typeof a.repack === "function" ? a.repack(w.bytes, w.type, w.rows, w.cols) ?? null : null;
+      packed.set(w.bytes, p);
+    }
+    return p;
+  };
   return {
     device: "cpu",
-    matmul: (x, w, T, out) => a.matmul(x, w.bytes, w.type, w.rows, w.cols, T, out),
+    matmul: (x, w, T, out) => {
+      const p = packedOf(w);
+      if (p) a.matmulPacked(x, p, w.type, w.rows, w.cols, T, out);
+      else a.matmul(x, w.bytes, w.type, w.rows, w.cols, T, out);
+    },
     getRows: (w, ids, out) => a.getRows(w.bytes, w.type, w.rows, w.cols, ids, out),
     rmsNorm: (x, weight, rows, n, eps, out) => a.rmsNorm(x, weight, rows, n, eps, out),
     layerNorm: (x, weight, bias, rows, n, eps, out) => a.layerNorm(x, weight, bias, rows, n, eps, out),

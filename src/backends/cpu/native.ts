@@ -2,6 +2,10 @@
 
 export interface NativeAddon {
   matmul(x: Float32Array, w: Uint8Array, type: number, rows: number, cols: number, T: number, out: Float32Array): void;
+  /** matmul on the bytes repack() returned (same results). */
+  matmulPacked(x: Float32Array, packed: Uint8Array, type: number, rows: number, cols: number, T: number, out: Float32Array): void;
+  /** The weight in the layout this CPU's widest kernels stream best, or undefined when there is none. */
+  repack(w: Uint8Array, type: number, rows: number, cols: number): Uint8Array | undefined;
   getRows(w: Uint8Array, type: number, rows: number, cols: number, ids: Int32Array, out: Float32Array): void;
   rmsNorm(x: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, out: Float32Array): void;
   layerNorm(x: Float32Array, weight: Float32Array, bias: Float32Array | null, rows: number, n: number, eps: number, out: Float32Array): void;
