@@ -105,7 +105,7 @@ test("Gemma 3 on ts: the 1,204-token prompt is exact math (TOY_SLOW=1)", { skip:
 test("Gemma 3 on cpu: perplexity of tinyshakespeare (4096 tokens, windows of 1024) within 0.2% of llama.cpp's", { skip: skip || noCpu }, () => {
   const ref = JSON.parse(readFileSync(join(fx.dir, "refs", "llamacpp", `${NAME}.ppl.json`), "utf8")) as { ppl: number; scored: number };
   const out = toyJson<{ perplexity: number; tokens_scored: number }>(
-    ["eval", modelPath, "--file", join(data!, "tinyshakespeare.txt"), "--max-tokens", "4096", "--window", "1024", "--top-k", "0", "--json", "--backend", "cpu"],
+    ["eval", modelPath, "--file", join(data!, "tinyshakespeare.txt"), "--max-tokens", "4096", "--window", "1024", "--top-k", "0", "--json", "--backend", "cpu", "--cache-type", "f32"],
     { timeout: 1_200_000 });
   console.log(`# Gemma 3 perplexity (cpu): ${out.perplexity.toFixed(3)} over ${out.tokens_scored} tokens; llama.cpp ${ref.ppl}`);
   assert.equal(out.tokens_scored, ref.scored);

@@ -9,12 +9,15 @@ import { MATMUL_TYPES, makeWeight, randn } from "../../src/backends/cpu/selftest
 
 /** Row counts off and on the kernels' 8-row groups; T = 1..3 (one activation row per kernel call) and 4..17
  *  (four per call, then the rest one by one). */
+const SHAPES = [[37, 512], [64, 1536], [200, 256]];
+const ACTIVATION_ROWS = [1, 2, 3, 4, 5, 9, 17];
+
 export function matmulOutputs(cpu: CpuBackend): Float32Array[] {
   const outs: Float32Array[] = [];
   for (const type of MATMUL_TYPES)
-    for (const [rows, cols] of [[37, 512], [64, 1536], [200, 256]]) {
+    for (const [rows, cols] of SHAPES) {
       const w = makeWeight(type, rows, cols, 40 + type + rows);
-      for (const T of [1, 2, 3, 4, 5, 9, 17]) {
+      for (const T of ACTIVATION_ROWS) {
         const out = new Float32Array(T * rows);
         cpu.kernels.matmul(randn(T * cols, 50 + T + cols), w, T, out);
         outs.push(out);
@@ -25,7 +28,7 @@ export function matmulOutputs(cpu: CpuBackend): Float32Array[] {
 
 /** The storage type of each of matmulOutputs' cases, in the same order. */
 export function matmulOutputTypes(): number[] {
-  return MATMUL_TYPES.flatMap((type) => new Array<number>(3 * 6).fill(type));
+  return MATMUL_TYPES.flatMap((type) => new Array<number>(SHAPES.length * ACTIVATION_ROWS.length).fill(type));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
