@@ -53,22 +53,6 @@ static void NAME(add)(const float *a, const float *b, float *o, int64_t n) {
   for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i];
 }
 
-static inline float NAME(dot)(const float *a, const float *b, int64_t n) {
-  int64_t i = 0;
-  float s = 0.0f;
-#if IMPL_AVX2
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  s = hsum_f32_avx2(_mm256_add_ps(acc0, acc1));
-#endif
-  for (; i < n; i++) s += a[i] * b[i];
-  return s;
-}
-
 // Softmax of one row in place: e^(x - max) / Σ.
 static void NAME(softmax_row)(float *x, int64_t n) {
   float max = -INFINITY;
