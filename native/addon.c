@@ -60,33 +60,22 @@ static int get_f32(napi_env env, napi_value v, float *out, const char *name) {
 #define NEED(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
 #define LOCKED(stmt) do { pthread_mutex_lock(&call_mu); stmt; pthread_mutex_unlock(&call_mu); } while (0)
 
-// matmul(x, wBytes, type, rows, cols, T, out)
-static napi_value js_matmul(napi_env env, napi_callback_info info) {
+// matmul(x, wBytes, type, rows, cols, T, out), and matmulPacked with the same arguments on
+// repack()'s layout of the weight.
+static napi_value matmul_call(napi_env env, napi_callback_info info, const char *name, int packed) {
   ARGS(7);
   F32A(0, x); BYTES(1, w); INT(2, type); INT(3, rows); INT(4, cols); INT(5, T); F32A(6, out);
   const size_t rb = row_bytes((int)type, cols);
-  NEED(rb, "matmul: unsupported weight type %lld or cols %lld", (long long)type, (long long)cols);
-  NEED(rows > 0 && T >= 0, "matmul: bad shape");
-  NEED(w.len >= rb * (size_t)rows, "matmul: weight has %zu bytes, needs %zu", w.len, rb * (size_t)rows);
-  NEED(x.len >= (size_t)(T * cols), "matmul: x has %zu values, needs %lld", x.len, (long long)(T * cols));
-  NEED(out.len >= (size_t)(T * rows), "matmul: out has %zu values, needs %lld", out.len, (long long)(T * rows));
-  LOCKED(k_matmul(x.data, w.data, (int)type, rows, cols, T, out.data));
+  NEED(rb, "%s: unsupported weight type %lld or cols %lld", name, (long long)type, (long long)cols);
+  NEED(rows > 0 && T >= 0, "%s: bad shape", name);
+  NEED(w.len >= rb * (size_t)rows, "%s: weight has %zu bytes, needs %zu", name, w.len, rb * (size_t)rows);
+  NEED(x.len >= (size_t)(T * cols), "%s: x has %zu values, needs %lld", name, x.len, (long long)(T * cols));
+  NEED(out.len >= (size_t)(T * rows), "%s: out has %zu values, needs %lld", name, out.len, (long long)(T * rows));
+  LOCKED(k_matmul_packed(x.data, w.data, (int)type, rows, cols, T, out.data, packed));
   return NULL;
 }
-
-// matmulPacked(x, packedBytes, type, rows, cols, T, out): matmul on repack()'s layout.
-static napi_value js_matmul_packed(napi_env env, napi_callback_info info) {
-  ARGS(7);
-  F32A(0, x); BYTES(1, w); INT(2, type); INT(3, rows); INT(4, cols); INT(5, T); F32A(6, out);
-  const size_t rb = row_bytes((int)type, cols);
-  NEED(rb, "matmulPacked: unsupported weight type %lld or cols %lld", (long long)type, (long long)cols);
-  NEED(rows > 0 && T >= 0, "matmulPacked: bad shape");
-  NEED(w.len >= rb * (size_t)rows, "matmulPacked: weight has %zu bytes, needs %zu", w.len, rb * (size_t)rows);
-  NEED(x.len >= (size_t)(T * cols), "matmulPacked: x has %zu values, needs %lld", x.len, (long long)(T * cols));
-  NEED(out.len >= (size_t)(T * rows), "matmulPacked: out has %zu values, needs %lld", out.len, (long long)(T * rows));
-  LOCKED(k_matmul_packed(x.data, w.data, (int)type, rows, cols, T, out.data, 1));
-  return NULL;
-}
+static napi_value js_matmul(napi_env env, napi_callback_info info) { return matmul_call(env, info, "matmul", 0); }
+static napi_value js_matmul_packed(napi_env env, napi_callback_info info) { return matmul_call(env, info, "matmulPacked", 1); }
 
 // The file mappings made by mapFile, so that repack knows which weights' pages it may drop.
 #define MAX_MAPS 256

@@ -67,6 +67,28 @@ static inline void vnni_finish(const __m512 *acc, float *out) {
 #define VNNI_ZERO4 { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() }
 #define XQ512(r, u) _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r].q + 32 * (u))))
 
+// One block of the offset types (Q4_1, Q5_1) for up to four activation rows: the min term goes
+// into offs (m · Σx of the block), the scaled integer dots into acc, in the one-row kernel's order.
+static inline void vnni_offset_block(const __m512i *q, __m256 d, __m256 m, const xrow_t *x, int NR, int64_t u, __m512 (*acc)[4], __m256 *offs) {
+  for (int r = 0; r < NR; r++) {
+    offs[r] = _mm256_add_ps(offs[r], _mm256_mul_ps(m, _mm256_set1_ps(x[r].fs[2 * u])));
+    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+    const __m512i xq = XQ512(r, u);
+    for (int p = 0; p < 4; p++)
+      acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[p], xq)), acc[r][p]);
+  }
+}
+
+// The eight outputs of each activation row, plus the offsets, as vd_q4_1 ends.
+static inline void vnni_finish_offsets(__m512 (*acc)[4], const __m256 *offs, int NR, float *out, int64_t ostride) {
+  for (int r = 0; r < NR; r++) {
+    float e[8];
+    _mm256_storeu_ps(e, offs[r]);
+    vnni_finish(acc[r], out + r * ostride);
+    for (int i = 0; i < 8; i++) out[r * ostride + i] += e[i];
+  }
+}
+
 /** Rows w, w + rb, …, w + 7·rb (Q4_1) times x, as vd_q4_1 computes it. */
 VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   // Nibbles: 128-bit lanes hold row 2p's bytes, twice, then row 2p+1's; the odd lanes shift by 4.
@@ -81,20 +103,9 @@ VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
     for (int p = 0; p < 4; p++) q[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 4 + 2 * p * rb, b + 4 + (2 * p + 1) * rb), counts), m4);
-    for (int r = 0; r < NR; r++) {
-      offs[r] = _mm256_add_ps(offs[r], _mm256_mul_ps(m, _mm256_set1_ps(x[r].fs[2 * u])));
-      const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
-      const __m512i xq = XQ512(r, u);
-      for (int p = 0; p < 4; p++)
-        acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[p], xq)), acc[r][p]);
-    }
+    vnni_offset_block(q, d, m, x, NR, u, acc, offs);
   }
-  for (int r = 0; r < NR; r++) {
-    float e[8];
-    _mm256_storeu_ps(e, offs[r]);
-    vnni_finish(acc[r], out + r * ostride);
-    for (int i = 0; i < 8; i++) out[r * ostride + i] += e[i]; // + offsets, as vd_q4_1 ends
-  }
+  vnni_finish_offsets(acc, offs, NR, out, ostride);
 }
 
 /** Signed weights (Q4_0, Q5_0, Q8_0) for eight rows, as unsigned codes qu = q + k per pair of rows:
@@ -186,20 +197,9 @@ VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
       const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 8 + 2 * p * rb, b + 8 + (2 * p + 1) * rb), counts), m4);
       q[p] = _mm512_mask_add_epi8(nib, vnni_qh_pair(b + 4 + 2 * p * rb, rb), nib, k16);
     }
-    for (int r = 0; r < NR; r++) {
-      offs[r] = _mm256_add_ps(offs[r], _mm256_mul_ps(m, _mm256_set1_ps(x[r].fs[2 * u])));
-      const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
-      const __m512i xq = XQ512(r, u);
-      for (int p = 0; p < 4; p++)
-        acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[p], xq)), acc[r][p]);
-    }
+    vnni_offset_block(q, d, m, x, NR, u, acc, offs);
   }
-  for (int r = 0; r < NR; r++) {
-    float e[8];
-    _mm256_storeu_ps(e, offs[r]);
-    vnni_finish(acc[r], out + r * ostride);
-    for (int i = 0; i < 8; i++) out[r * ostride + i] += e[i];
-  }
+  vnni_finish_offsets(acc, offs, NR, out, ostride);
 }
 // K-quants: the sub-block sums go through maddubs (u8 × s8 pairs, as AVX2) and then vpdpwssd,
 // which multiplies the int16 pairs by the 16-bit sub-scale and adds them into the int32 lane in
