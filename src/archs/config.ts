@@ -2,6 +2,7 @@
 // metadata (or parsed back from an algorithm card), that fixes the computation completely.
 
 import type { RopeStyle } from "../backends/kernels.js";
+import { TENSORS } from "../blocks/tensorNames.js";
 import { ModelFileError } from "../errors.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
 import { Metadata } from "../io/gguf/metadata.js";
@@ -81,10 +82,10 @@ export function baseConfig(file: GGUFFile, arch: string): Omit<ModelConfig, "nor
   if (headDim === 0 || (!m.has(`${arch}.attention.key_length`) && nEmbd % nHead !== 0)) {
     throw new ModelFileError(`${file.path}: embedding_length ${nEmbd} is not a multiple of head_count ${nHead}`);
   }
-  const embd = file.tensor("token_embd.weight");
-  if (!embd) throw new ModelFileError(`${file.path}: tensor token_embd.weight is missing`);
+  const embd = file.tensor(TENSORS.tokenEmbd);
+  if (!embd) throw new ModelFileError(`${file.path}: tensor ${TENSORS.tokenEmbd} is missing`);
   if (embd.dims.length !== 2 || embd.dims[0] !== nEmbd) {
-    throw new ModelFileError(`${file.path}: tensor token_embd.weight has shape [${embd.dims.join(", ")}], expected [${nEmbd}, n_vocab]`);
+    throw new ModelFileError(`${file.path}: tensor ${TENSORS.tokenEmbd} has shape [${embd.dims.join(", ")}], expected [${nEmbd}, n_vocab]`);
   }
   return {
     m, arch, nEmbd, nHead, nKVHead, headDim,

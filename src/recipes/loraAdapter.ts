@@ -14,6 +14,7 @@
 //             ggml dims [rank, n_vocab] and lora_b [rank, n_embd], ΔW[v, e] = s · Σ_r a[v, r] b[e, r].
 // In memory every pair is held the same way, A [rank, in] and B [out, rank] with W [out, in].
 
+import { TENSORS } from "../blocks/tensorNames.js";
 import { ModelFileError } from "../errors.js";
 import { GGUFValueType, parseGGUF, readGGUF, type GGUFFile, type GGUFTensorInfo } from "../io/gguf/reader.js";
 import { GGMLType } from "../io/gguf/types.js";
@@ -39,7 +40,7 @@ export interface LoraAdapter {
 }
 
 /** The one tensor whose pair llama.cpp stores flipped (its lookup is a get_rows, not a matmul). */
-const EMBEDDING = "token_embd.weight";
+const EMBEDDING = TENSORS.tokenEmbd;
 
 /** llama.cpp's scale: alpha / rank, and 1 when alpha is 0 (or absent). */
 export const loraScale = (alpha: number, rank: number): number => (alpha !== 0 && rank > 0 ? alpha / rank : 1);
