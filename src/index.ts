@@ -115,6 +115,13 @@ export {
   applyLoraAdapter, readLoraAdapter, writeLoraAdapter,
   type RealizedRun, type ScratchOptions, type ScratchShape, type LoraOptions, type LoraRun, type LoraAdapter,
 } from "./recipes/index.js";
+// Training jobs: what `toy train` runs — a recipe, its data, a run bundle, the loop — and resume.
+export {
+  trainLanguageModel, trainVit, resumeTraining, languageModelJob, vitJob, idsBatch,
+  LANGUAGE_MODEL_DEFAULTS, VIT_DEFAULTS, DEFAULT_JOB_SCRATCH_CONFIG, LORA_JOB_DEFAULTS, DEFAULT_RUNS_DIR,
+  type LanguageModelJob, type LanguageModelJobOptions, type LanguageModelRecipe, type VitJob, type VitJobOptions,
+  type JobCommon, type JobOutput, type JobResult, type RecordedJob,
+} from "./recipes/index.js";
 export {
   vitTiny, vitConfigFor, VIT_CONFIGS, DEFAULT_VIT_CONFIG, initialVitBytes,
   type VitRun, type VitOptions, type VitShape,
