@@ -11,6 +11,9 @@ export class Var {
   grad: Float32Array | null = null;
   /** Passes this.grad on to the inputs' grads (set by the op that made this Var). */
   backward: (() => void) | null = null;
+  /** A leaf's gradient goes here (zeroed on first use) instead of into fresh memory: a buffer
+   *  its caller keeps from one step to the next (Tape.param). */
+  gradInto: Float32Array | null = null;
 
   constructor(
     readonly tape: Tape,
@@ -29,7 +32,9 @@ export class Var {
 
   /** The gradient buffer, created as zeros when first written. */
   gradBuffer(): Float32Array {
-    return (this.grad ??= this.backward ? this.tape.scratchZeros(this.data.length) : new Float32Array(this.data.length));
+    if (this.grad) return this.grad;
+    if (this.gradInto) return (this.grad = this.gradInto.fill(0));
+    return (this.grad = this.backward ? this.tape.scratchZeros(this.data.length) : new Float32Array(this.data.length));
   }
 }
 
@@ -48,9 +53,16 @@ export class Tape {
   /** `kernels`: the backend that runs the ops' heavy products (the ts reference by default). */
   constructor(readonly kernels: TrainKernels = tsTrainKernels) {}
 
-  /** A trainable leaf (its grad is what training reads). */
-  param(data: Float32Array, shape: readonly number[]): Var {
-    return new Var(this, shape, data, true);
+  /** A trainable leaf (its grad is what training reads). `gradInto`: where its gradient goes
+   *  (zeroed first; a buffer of data.length kept across steps), else fresh zeros. Fresh memory
+   *  for every parameter's gradient every step costs a page fault per 4 KiB on first write. */
+  param(data: Float32Array, shape: readonly number[], gradInto?: Float32Array): Var {
+    const v = new Var(this, shape, data, true);
+    if (gradInto) {
+      if (gradInto.length !== data.length) throw new RangeError(`param: a gradient buffer of ${gradInto.length} values for ${data.length}`);
+      v.gradInto = gradInto;
+    }
+    return v;
   }
 
   /** A constant leaf (no gradient). */

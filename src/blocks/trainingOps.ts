@@ -30,6 +30,9 @@ export interface TrainSetup {
   frozen?: ReadonlySet<string>;
   adapters?: ReadonlyMap<string, Adapter>;
   kernels?: TrainKernels;
+  /** Where each trainable parameter's gradient is written, by name (filled in on first use and
+   *  reused: the Trainer keeps one map across its steps); absent: fresh arrays every time. */
+  gradients?: Map<string, Float32Array>;
 }
 
 /** The tape's leaves: one Var per GGUF tensor, shaped [rows, dims[0]]. */
@@ -44,7 +47,7 @@ export class ParamVars {
       const data = this.p.values.get(name), dims = this.p.dims.get(name);
       if (!data || !dims) throw new RangeError(`training: parameter ${name} is missing`);
       const shape = dims.length === 1 ? [dims[0]] : [data.length / dims[0], dims[0]];
-      v = this.setup.frozen?.has(name) ? this.tape.constant(data, shape) : this.tape.param(data, shape);
+      v = this.setup.frozen?.has(name) ? this.tape.constant(data, shape) : this.tape.param(data, shape, gradientBuffer(this.setup.gradients, name, data.length));
       this.vars.set(name, v);
     }
     return v;
@@ -59,6 +62,14 @@ export class ParamVars {
   }
   has(name: string): boolean { return this.p.values.has(name); }
   entries(): [string, Var][] { return [...this.vars]; }
+}
+
+/** The reusable gradient buffer of a parameter (made on first use), or none. */
+export function gradientBuffer(buffers: Map<string, Float32Array> | undefined, name: string, n: number): Float32Array | undefined {
+  if (!buffers) return undefined;
+  let g = buffers.get(name);
+  if (!g || g.length !== n) buffers.set(name, (g = new Float32Array(n)));
+  return g;
 }
 
 /** The shape of a training batch: B sequences of T rows, row b·T + t at position t. */

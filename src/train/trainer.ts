@@ -53,7 +53,8 @@ export interface StepResult {
   /** What the step's batches held (tokens; images for a ViT). */
   tokens: number;
   seconds: number;
-  /** The (accumulated, clipped) gradients the update used, by GGUF name. */
+  /** The (accumulated, clipped) gradients the update used, by GGUF name: the trainer's own
+   *  buffers, overwritten by its next step (copy them to keep them). */
   grads: Map<string, Float32Array>;
 }
 
@@ -62,6 +63,9 @@ export class Trainer<B = Batch> {
   readonly objective: Objective<B>;
   /** Steps taken so far. */
   stepsDone = 0;
+  /** Gradient buffers kept across steps: the first micro-batch's (accumulated into, and
+   *  returned), and the later micro-batches' (each added into the first's). */
+  private readonly gradientBuffers = [new Map<string, Float32Array>(), new Map<string, Float32Array>()];
 
   /** `objective`: a decoder's config (next-token prediction) or any Objective. */
   constructor(objective: ModelConfig | Objective<B>, readonly params: Parameters, readonly options: TrainOptions, readonly setup: TrainSetup = {}) {
@@ -79,8 +83,8 @@ export class Trainer<B = Batch> {
     const start = performance.now();
     let loss = 0, tokens = 0;
     let grads: Map<string, Float32Array> | undefined;
-    for (const batch of batches) {
-      const r = this.objective.lossAndGradients(this.params, batch, this.setup);
+    for (const [i, batch] of batches.entries()) {
+      const r = this.objective.lossAndGradients(this.params, batch, { ...this.setup, gradients: this.gradientBuffers[Math.min(i, 1)] });
       loss += r.loss / batches.length;
       tokens += this.objective.count(batch);
       if (!grads) grads = r.grads;
