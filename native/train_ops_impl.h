@@ -58,13 +58,18 @@ static void NAME(rms_norm_backward)(const float *dy, const float *x, const float
 
 // --- RoPE backward, rows [t0, t1): the inverse rotation, and ∂invFreq[i] += p (−∂y_a y_b + ∂y_b y_a)
 
+// `tc`, `ts` (or NULL): cos and sin of every position from `pmin` on, made once per call (a
+// batch repeats its positions), the same values as computed here.
 static void NAME(rope_backward)(const float *dy, const float *y, int64_t t0, int64_t t1, int64_t heads, int64_t headDim, int64_t dims,
-                               const int32_t *pos, const float *invFreq, int neox, float *dx, double *dinvPart) {
+                               const int32_t *pos, const float *invFreq, int neox, float *dx, double *dinvPart,
+                               const double *tc, const double *ts, int32_t pmin) {
   const int64_t half = dims / 2;
-  double c[ROPE_MAX_HALF], s[ROPE_MAX_HALF];
+  double cbuf[ROPE_MAX_HALF], sbuf[ROPE_MAX_HALF];
   for (int64_t t = t0; t < t1; t++) {
     const double p = pos[t];
-    for (int64_t i = 0; i < half; i++) { const double a = p * invFreq[i]; c[i] = cos(a); s[i] = sin(a); }
+    const double *c = cbuf, *s = sbuf;
+    if (tc) { c = tc + (pos[t] - pmin) * half; s = ts + (pos[t] - pmin) * half; }
+    else for (int64_t i = 0; i < half; i++) { const double a = p * invFreq[i]; cbuf[i] = cos(a); sbuf[i] = sin(a); }
     for (int64_t h = 0; h < heads; h++) {
       const int64_t o = (t * heads + h) * headDim;
       const float *DY = dy + o, *Y = y + o;
