@@ -19,9 +19,15 @@
 #include <immintrin.h>
 #endif
 
+#ifndef KC
 #define KC 256
+#endif
+#ifndef MC
 #define MC 96
+#endif
+#ifndef NC
 #define NC 256
+#endif
 
 typedef struct {
   int mr, nr;

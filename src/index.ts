@@ -109,7 +109,7 @@ export {
 } from "./train/index.js";
 export type { Batch } from "./data/batch.js";
 export { classify, formatConfusion, type ClassifyResult } from "./engines/classify.js";
-export { AdamW, learningRate, clipGradNorm, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
+export { AdamW, learningRate, clipGradNorm, clipScale, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
 export {
   warmStart, fromScratch, lora, SCRATCH_CONFIGS, DEFAULT_SCRATCH_CONFIG, scratchConfig, DEFAULT_LORA_TARGETS,
   applyLoraAdapter, readLoraAdapter, writeLoraAdapter,

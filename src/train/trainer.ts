@@ -6,7 +6,7 @@
 
 import type { ModelConfig } from "../archs/config.js";
 import { AdamW } from "../optim/adamw.js";
-import { clipGradNorm } from "../optim/clip.js";
+import { clipScale, globalNorm } from "../optim/clip.js";
 import { learningRate, type ScheduleKind } from "../optim/schedule.js";
 import { trainKernelsFor, tsTrainKernels, type TrainKernels } from "../autograd/kernels/index.js";
 import { selectBackend, type Device } from "../backends/index.js";
@@ -53,8 +53,9 @@ export interface StepResult {
   /** What the step's batches held (tokens; images for a ViT). */
   tokens: number;
   seconds: number;
-  /** The (accumulated, clipped) gradients the update used, by GGUF name: the trainer's own
-   *  buffers, overwritten by its next step (copy them to keep them). */
+  /** The (accumulated) gradients, by GGUF name, before clipping (the update took them times
+   *  clipScale(gradNorm, clip)): the trainer's own buffers, overwritten by its next step (copy
+   *  them to keep them). */
   grads: Map<string, Float32Array>;
 }
 
@@ -91,10 +92,11 @@ export class Trainer<B = Batch> {
       else for (const [name, g] of r.grads) this.kernels.accumulate(grads.get(name)!, g);
     }
     if (batches.length > 1) for (const g of grads!.values()) for (let i = 0; i < g.length; i++) g[i] /= batches.length;
-    const gradNorm = clipGradNorm(grads!, this.options.clip, this.kernels);
+    // Global-norm clipping, folded into the update (the gradients are read once more, not written).
+    const gradNorm = globalNorm(grads!.values(), this.kernels);
     const o = this.options;
     const lr = learningRate(this.stepsDone, { kind: o.schedule, lr: o.lr, steps: o.steps, warmup: o.warmup });
-    this.optimizer.step(this.params.values, this.params.dims, grads!, lr);
+    this.optimizer.step(this.params.values, this.params.dims, grads!, lr, clipScale(gradNorm, o.clip));
     const step = this.stepsDone++;
     return { step, loss, lr, gradNorm, tokens, seconds: (performance.now() - start) / 1000, grads: grads! };
   }

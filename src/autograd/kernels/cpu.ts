@@ -67,7 +67,7 @@ export function cpuTrainKernels(a: NativeAddon): TrainKernels {
     accumulate(dst, src) { a.accumulate(dst, src); },
     sumOfSquares(x) { return a.sumSquares(x); },
     scale(x, s) { a.scale(x, s); },
-    adamw(theta, g, m, v, h) { a.adamw(theta, g, m, v, h.b1, h.b2, h.eps, h.decay, h.stepSize, h.bc2); },
+    adamw(theta, g, m, v, h) { a.adamw(theta, g, m, v, h.b1, h.b2, h.eps, h.decay, h.stepSize, h.bc2, h.gradScale ?? 1); },
   };
   cached = { addon: a, kernels };
   return kernels;

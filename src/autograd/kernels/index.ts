@@ -42,6 +42,9 @@ export interface AdamWStep {
   decay: number;
   stepSize: number;
   bc2: number;
+  /** The gradient is taken as float32(g · gradScale): global-norm clipping folded into the
+   *  update, which saves a read and a write of every gradient (default 1: as it is). */
+  gradScale?: number;
 }
 
 export interface TrainKernels {
