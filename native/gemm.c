@@ -241,29 +241,37 @@ void gemm_serial(const toy_gemm_t *g, int ith) {
 }
 
 // --- threads: one chunk per block of C ------------------------------------------------------
-// A chunk is NC columns by `group` MC-row tiles: more rows per chunk pack B less often, fewer
-// leave threads idle; `group` aims at four chunks per thread. Which rows share a chunk never
-// changes a value (tiles start at multiples of MC, a multiple of every mr), only who computes it.
+// A chunk is `width` columns (at most NC) by `height` rows: C is cut into blocks of equal size
+// (multiples of the micro-kernel's nr and mr), about four per thread and a multiple of the
+// thread count, so the threads finish together. Every element of C is summed the same way
+// whichever block it falls in (the same k slices, the same micro-kernel, edges included), so
+// the cut never changes a value, only who computes it: the bits are the same for any thread count.
 
-typedef struct { const toy_gemm_t *g; int64_t group; } gemm_job_t;
+typedef struct { const toy_gemm_t *g; int64_t width, height, blocksN; } gemm_job_t;
 
 static void gemm_chunk(void *ctx, int64_t chunk, int ith) {
   const gemm_job_t *job = ctx;
   const toy_gemm_t *g = job->g;
   const micro_t mk = micro();
-  const int64_t tilesN = (g->N + NC - 1) / NC, rows = job->group * MC;
-  const int64_t i0 = (chunk / tilesN) * rows, j0 = (chunk % tilesN) * NC;
+  const int64_t i0 = (chunk / job->blocksN) * job->height, j0 = (chunk % job->blocksN) * job->width;
   float *pa = pool_scratch(ith, 2, pack_a_floats(mk.mr) * sizeof(float));
   float *pb = pool_scratch(ith, 3, pack_b_floats(mk.nr) * sizeof(float));
-  gemm_block(g, mk, i0, g->M - i0 < rows ? g->M - i0 : rows, j0, g->N - j0 < NC ? g->N - j0 : NC, pa, pb);
+  gemm_block(g, mk, i0, g->M - i0 < job->height ? g->M - i0 : job->height, j0, g->N - j0 < job->width ? g->N - j0 : job->width, pa, pb);
 }
+
+static inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 void k_gemm(const toy_gemm_t *g) {
   if (g->M <= 0 || g->N <= 0) return;
-  const int64_t tilesM = (g->M + MC - 1) / MC, tilesN = (g->N + NC - 1) / NC, want = 4 * (int64_t)pool_threads();
-  int64_t group = tilesM * tilesN / want;
-  if (group < 1) group = 1;
-  if (group > tilesM) group = tilesM;
-  gemm_job_t job = { g, group };
-  pool_for(gemm_chunk, &job, ((tilesM + group - 1) / group) * tilesN);
+  const micro_t mk = micro();
+  const int64_t threads = pool_threads();
+  const int64_t nb = (g->N + NC - 1) / NC, width = round_up((g->N + nb - 1) / nb, mk.nr);
+  const int64_t blocksN = (g->N + width - 1) / width;
+  int64_t rowsCut = (4 * threads + blocksN - 1) / blocksN;
+  while ((rowsCut * blocksN) % threads) rowsCut++;
+  int64_t height = round_up((g->M + rowsCut - 1) / rowsCut, mk.mr);
+  if (height < mk.mr) height = mk.mr;
+  const int64_t blocksM = (g->M + height - 1) / height;
+  gemm_job_t job = { g, width, height, blocksN };
+  pool_for(gemm_chunk, &job, blocksM * blocksN);
 }
