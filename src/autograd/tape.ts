@@ -40,10 +40,14 @@ export class Var {
 
 /** Buffers of op outputs (values and gradients) kept from one tape to the next, by length: a
  *  training step needs the same ones every time, and fresh memory costs a page fault per 4 KiB
- *  on first touch. */
+ *  on first touch. The spares hold at most what the largest tape used (its peak is reached
+ *  anyway: a SmolLM2-135M step of 4 × 256 tokens uses ~3 GB of them), or SPARE_LIMIT when that
+ *  is more: a fixed cap of 1 GiB dropped two thirds of SmolLM2's buffers every step, and the page
+ *  faults of the fresh ones cost ~1 s per step. */
 const spare = new Map<number, Float32Array[]>();
-const SPARE_LIMIT = 1 << 28; // floats kept at most (1 GiB)
+const SPARE_LIMIT = 1 << 28; // floats kept at least (1 GiB)
 let spareFloats = 0;
+let largestTape = 0;
 
 /** The record of one forward computation, replayed backwards by `backward(loss)`. */
 export class Tape {
@@ -104,8 +108,12 @@ export class Tape {
   /** Hands the op outputs' buffers (values and gradients) to the next tape. Call it once nothing
    *  reads the tape's values or gradients any more (the leaves' are not among them). */
   release(): void {
+    let floats = 0;
+    for (const a of this.scratch_) floats += a.length;
+    largestTape = Math.max(largestTape, floats);
+    const limit = Math.max(SPARE_LIMIT, largestTape);
     for (const a of this.scratch_) {
-      if (spareFloats + a.length > SPARE_LIMIT) break;
+      if (spareFloats + a.length > limit) break;
       let list = spare.get(a.length);
       if (!list) spare.set(a.length, (list = []));
       list.push(a);
