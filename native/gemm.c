@@ -137,6 +137,21 @@ static void transpose8x8(const float *src, int64_t lds, float *dst, int64_t ldd)
 static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64_t kc, int mr, float *dst) {
   const float *A = g->A;
   const int64_t lda = g->lda;
+  if (g->transA) {
+    // op(A) column k is a run of A's row k: each run is read once, in order, and dealt out to
+    // the panels (a panel at a time would read every row once per panel, rows far apart).
+    const int64_t panels = (m + mr - 1) / mr;
+    for (int64_t k = 0; k < kc; k++) {
+      const float *src = A + (k0 + k) * lda + i0;
+      for (int64_t p = 0; p < panels; p++) {
+        const int rows = (int)(m - p * mr < mr ? m - p * mr : mr);
+        float *d = dst + p * kc * mr + k * mr;
+        copy_floats(d, src + p * mr, rows);
+        for (int r = rows; r < mr; r++) d[r] = 0;
+      }
+    }
+    return;
+  }
   for (int64_t p = 0; p < m; p += mr, dst += kc * mr) {
     const int rows = (int)(m - p < mr ? m - p : mr);
     if (g->transA) { // op(A) column k is a contiguous run of A's row k
@@ -164,6 +179,20 @@ static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64
 static void pack_b(const toy_gemm_t *g, int64_t j0, int64_t n, int64_t k0, int64_t kc, int nr, float *dst) {
   const float *B = g->B;
   const int64_t ldb = g->ldb;
+  if (!g->transB) {
+    // Row k of op(B) is a run of B's row k: read once, in order, dealt out to the panels.
+    const int64_t panels = (n + nr - 1) / nr;
+    for (int64_t k = 0; k < kc; k++) {
+      const float *src = B + (k0 + k) * ldb + j0;
+      for (int64_t p = 0; p < panels; p++) {
+        const int cols = (int)(n - p * nr < nr ? n - p * nr : nr);
+        float *d = dst + p * kc * nr + k * nr;
+        copy_floats(d, src + p * nr, cols);
+        for (int j = cols; j < nr; j++) d[j] = 0;
+      }
+    }
+    return;
+  }
   for (int64_t p = 0; p < n; p += nr, dst += kc * nr) {
     const int cols = (int)(n - p < nr ? n - p : nr);
     if (!g->transB) {
@@ -243,7 +272,7 @@ void gemm_serial(const toy_gemm_t *g, int ith) {
 // --- threads: one chunk per block of C ------------------------------------------------------
 // A chunk is `width` columns (at most NC) by `height` rows: C is cut into blocks of equal size
 // (multiples of the micro-kernel's nr and mr), about four per thread and a multiple of the
-// thread count, so the threads finish together. Every element of C is summed the same way
+// thread count, so the threads finish together (one thread: full columns). Every element of C is summed the same way
 // whichever block it falls in (the same k slices, the same micro-kernel, edges included), so
 // the cut never changes a value, only who computes it: the bits are the same for any thread count.
 
@@ -267,7 +296,8 @@ void k_gemm(const toy_gemm_t *g) {
   const int64_t threads = pool_threads();
   const int64_t nb = (g->N + NC - 1) / NC, width = round_up((g->N + nb - 1) / nb, mk.nr);
   const int64_t blocksN = (g->N + width - 1) / width;
-  int64_t rowsCut = (4 * threads + blocksN - 1) / blocksN;
+  // One thread: whole columns (each B block packed once per k slice); more: ~4 blocks per thread.
+  int64_t rowsCut = threads == 1 ? 1 : (4 * threads + blocksN - 1) / blocksN;
   while ((rowsCut * blocksN) % threads) rowsCut++;
   int64_t height = round_up((g->M + rowsCut - 1) / rowsCut, mk.mr);
   if (height < mk.mr) height = mk.mr;
