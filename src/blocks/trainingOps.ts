@@ -52,6 +52,8 @@ export class ParamVars {
     }
     return v;
   }
+  /** The adapter on a weight, if any. */
+  adapter(name: string): Adapter | undefined { return this.setup.adapters?.get(name); }
   /** A weight as the forward uses it: W, or W + s · B A under an adapter.  [out, in] */
   get(name: string): Var {
     const ad = this.setup.adapters?.get(name);
@@ -91,6 +93,14 @@ export class TrainingOps implements Ops<Var> {
   has(name: string): boolean { return this.params.has(name); }
   embedding(table: string, ids: Int32Array): Var { return A.embedding(this.params.get(table), ids); }
   linear(x: Var, weight: string, bias?: string | null, rows?: readonly [number, number]): Var {
+    const ad = rows ? undefined : this.params.adapter(weight);
+    if (ad) {
+      // LoRA factored: x (W + s B A)ᵀ = x Wᵀ + (s · x Aᵀ) Bᵀ. The adapter's products are [N, rank];
+      // W + s B A [out, in] and its gradient (a full ∂W product per step) are never formed.
+      const base = A.linear(x, this.params.leaf(weight), bias ? this.params.get(bias) : null);  // [N, out]
+      const u = A.scale(A.linear(x, A.transpose(this.params.leaf(ad.a))), ad.scale);             // [N, rank]
+      return A.add(base, A.linear(u, this.params.leaf(ad.b)));                                    // [N, out]
+    }
     const w = this.params.get(weight);
     return A.linear(x, rows ? A.sliceRows(w, rows[0], rows[1]) : w, bias ? this.params.get(bias) : null);
   }
