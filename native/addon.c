@@ -367,13 +367,13 @@ static napi_value js_cross_entropy_backward(napi_env env, napi_callback_info inf
   return NULL;
 }
 
-// adamw(theta, g, m, v, b1, b2, eps, decay, stepSize, bc2)
+// adamw(theta, g, m, v, b1, b2, eps, decay, stepSize, bc2, gradScale)
 static napi_value js_adamw(napi_env env, napi_callback_info info) {
-  ARGS(10);
+  ARGS(11);
   F32A(0, theta); F32A(1, g); F32A(2, m); F32A(3, v);
-  DBL(4, b1); DBL(5, b2); DBL(6, eps); DBL(7, decay); DBL(8, stepSize); DBL(9, bc2);
+  DBL(4, b1); DBL(5, b2); DBL(6, eps); DBL(7, decay); DBL(8, stepSize); DBL(9, bc2); DBL(10, gradScale);
   NEED(g.len == theta.len && m.len == theta.len && v.len == theta.len, "adamw: arrays differ in length");
-  const toy_adamw_t h = { b1, b2, eps, decay, stepSize, bc2 };
+  const toy_adamw_t h = { b1, b2, eps, decay, stepSize, bc2, gradScale };
   LOCKED(k_adamw(theta.data, g.data, m.data, v.data, (int64_t)theta.len, &h));
   return NULL;
 }

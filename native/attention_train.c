@@ -46,6 +46,29 @@ static void scores(const toy_attn_shape_t *s, const float *q, const float *k, in
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #include "vmath_avx2.h"
+/** x[i] ← x[i] · scale for i < n rounded down to 8; returns that count, and the max so far in *max
+ *  (the same products as the scalar loop; the max of floats does not depend on the order). */
+static int64_t scale_max_avx2(float *x, int64_t n, float scale, float *max) {
+  const __m256 sv = _mm256_set1_ps(scale);
+  __m256 mv = _mm256_set1_ps(*max);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), sv);
+    _mm256_storeu_ps(x + i, v);
+    mv = _mm256_max_ps(mv, v);
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, mv);
+  for (int l = 0; l < 8; l++) if (lanes[l] > *max) *max = lanes[l];
+  return i;
+}
+/** x[i] ← x[i] · inv for i < n rounded down to 8; returns that count. */
+static int64_t scale_avx2(float *x, int64_t n, float inv) {
+  const __m256 iv = _mm256_set1_ps(inv);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), iv));
+  return i;
+}
 static int64_t exp_sum_avx2(float *x, int64_t n, float max, double *sum) {
   int64_t i;
   const __m256 acc = vexp_shifted_sum(x, x, n, max, &i);
@@ -59,20 +82,30 @@ static int64_t exp_sum_avx2(float *x, int64_t n, float max, double *sum) {
 
 static void softmax_row(const toy_attn_shape_t *s, float *row, int64_t j0, int64_t j1) {
   float max = -INFINITY;
-  for (int64_t j = j0; j <= j1; j++) {
+  int64_t j = j0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (toy_has_avx2 && !(s->softcap > 0)) j += scale_max_avx2(row + j0, j1 + 1 - j0, s->scale, &max);
+#endif
+  for (; j <= j1; j++) {
     float x = row[j] * s->scale;
     if (s->softcap > 0) x = s->softcap * tanhf(x / s->softcap);
     row[j] = x;
     if (x > max) max = x;
   }
   double sum = 0;
-  int64_t j = j0;
+  j = j0;
 #if defined(__x86_64__) || defined(__i386__)
   if (toy_has_avx2) j += exp_sum_avx2(row + j0, j1 + 1 - j0, max, &sum);
 #endif
   for (; j <= j1; j++) sum += row[j] = expf(row[j] - max);
   const float inv = (float)(1.0 / sum);
-  for (j = 0; j < s->T; j++) row[j] = j < j0 || j > j1 ? 0.0f : row[j] * inv;
+  memset(row, 0, (size_t)j0 * sizeof(float));
+  j = j0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (toy_has_avx2) j += scale_avx2(row + j0, j1 + 1 - j0, inv);
+#endif
+  for (; j <= j1; j++) row[j] *= inv;
+  memset(row + j1 + 1, 0, (size_t)(s->T - 1 - j1) * sizeof(float));
 }
 
 static void forward_chunk(void *ctx, int64_t chunk, int ith) {

@@ -19,9 +19,15 @@
 #include <immintrin.h>
 #endif
 
+#ifndef KC
 #define KC 256
+#endif
+#ifndef MC
 #define MC 96
+#endif
+#ifndef NC
 #define NC 256
+#endif
 
 typedef struct {
   int mr, nr;
@@ -131,6 +137,21 @@ static void transpose8x8(const float *src, int64_t lds, float *dst, int64_t ldd)
 static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64_t kc, int mr, float *dst) {
   const float *A = g->A;
   const int64_t lda = g->lda;
+  if (g->transA) {
+    // op(A) column k is a run of A's row k: each run is read once, in order, and dealt out to
+    // the panels (a panel at a time would read every row once per panel, rows far apart).
+    const int64_t panels = (m + mr - 1) / mr;
+    for (int64_t k = 0; k < kc; k++) {
+      const float *src = A + (k0 + k) * lda + i0;
+      for (int64_t p = 0; p < panels; p++) {
+        const int rows = (int)(m - p * mr < mr ? m - p * mr : mr);
+        float *d = dst + p * kc * mr + k * mr;
+        copy_floats(d, src + p * mr, rows);
+        for (int r = rows; r < mr; r++) d[r] = 0;
+      }
+    }
+    return;
+  }
   for (int64_t p = 0; p < m; p += mr, dst += kc * mr) {
     const int rows = (int)(m - p < mr ? m - p : mr);
     if (g->transA) { // op(A) column k is a contiguous run of A's row k
@@ -158,6 +179,20 @@ static void pack_a(const toy_gemm_t *g, int64_t i0, int64_t m, int64_t k0, int64
 static void pack_b(const toy_gemm_t *g, int64_t j0, int64_t n, int64_t k0, int64_t kc, int nr, float *dst) {
   const float *B = g->B;
   const int64_t ldb = g->ldb;
+  if (!g->transB) {
+    // Row k of op(B) is a run of B's row k: read once, in order, dealt out to the panels.
+    const int64_t panels = (n + nr - 1) / nr;
+    for (int64_t k = 0; k < kc; k++) {
+      const float *src = B + (k0 + k) * ldb + j0;
+      for (int64_t p = 0; p < panels; p++) {
+        const int cols = (int)(n - p * nr < nr ? n - p * nr : nr);
+        float *d = dst + p * kc * nr + k * nr;
+        copy_floats(d, src + p * nr, cols);
+        for (int j = cols; j < nr; j++) d[j] = 0;
+      }
+    }
+    return;
+  }
   for (int64_t p = 0; p < n; p += nr, dst += kc * nr) {
     const int cols = (int)(n - p < nr ? n - p : nr);
     if (!g->transB) {
@@ -235,29 +270,38 @@ void gemm_serial(const toy_gemm_t *g, int ith) {
 }
 
 // --- threads: one chunk per block of C ------------------------------------------------------
-// A chunk is NC columns by `group` MC-row tiles: more rows per chunk pack B less often, fewer
-// leave threads idle; `group` aims at four chunks per thread. Which rows share a chunk never
-// changes a value (tiles start at multiples of MC, a multiple of every mr), only who computes it.
+// A chunk is `width` columns (at most NC) by `height` rows: C is cut into blocks of equal size
+// (multiples of the micro-kernel's nr and mr), about four per thread and a multiple of the
+// thread count, so the threads finish together (one thread: full columns). Every element of C is summed the same way
+// whichever block it falls in (the same k slices, the same micro-kernel, edges included), so
+// the cut never changes a value, only who computes it: the bits are the same for any thread count.
 
-typedef struct { const toy_gemm_t *g; int64_t group; } gemm_job_t;
+typedef struct { const toy_gemm_t *g; int64_t width, height, blocksN; } gemm_job_t;
 
 static void gemm_chunk(void *ctx, int64_t chunk, int ith) {
   const gemm_job_t *job = ctx;
   const toy_gemm_t *g = job->g;
   const micro_t mk = micro();
-  const int64_t tilesN = (g->N + NC - 1) / NC, rows = job->group * MC;
-  const int64_t i0 = (chunk / tilesN) * rows, j0 = (chunk % tilesN) * NC;
+  const int64_t i0 = (chunk / job->blocksN) * job->height, j0 = (chunk % job->blocksN) * job->width;
   float *pa = pool_scratch(ith, 2, pack_a_floats(mk.mr) * sizeof(float));
   float *pb = pool_scratch(ith, 3, pack_b_floats(mk.nr) * sizeof(float));
-  gemm_block(g, mk, i0, g->M - i0 < rows ? g->M - i0 : rows, j0, g->N - j0 < NC ? g->N - j0 : NC, pa, pb);
+  gemm_block(g, mk, i0, g->M - i0 < job->height ? g->M - i0 : job->height, j0, g->N - j0 < job->width ? g->N - j0 : job->width, pa, pb);
 }
+
+static inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 void k_gemm(const toy_gemm_t *g) {
   if (g->M <= 0 || g->N <= 0) return;
-  const int64_t tilesM = (g->M + MC - 1) / MC, tilesN = (g->N + NC - 1) / NC, want = 4 * (int64_t)pool_threads();
-  int64_t group = tilesM * tilesN / want;
-  if (group < 1) group = 1;
-  if (group > tilesM) group = tilesM;
-  gemm_job_t job = { g, group };
-  pool_for(gemm_chunk, &job, ((tilesM + group - 1) / group) * tilesN);
+  const micro_t mk = micro();
+  const int64_t threads = pool_threads();
+  const int64_t nb = (g->N + NC - 1) / NC, width = round_up((g->N + nb - 1) / nb, mk.nr);
+  const int64_t blocksN = (g->N + width - 1) / width;
+  // One thread: whole columns (each B block packed once per k slice); more: ~4 blocks per thread.
+  int64_t rowsCut = threads == 1 ? 1 : (4 * threads + blocksN - 1) / blocksN;
+  while ((rowsCut * blocksN) % threads) rowsCut++;
+  int64_t height = round_up((g->M + rowsCut - 1) / rowsCut, mk.mr);
+  if (height < mk.mr) height = mk.mr;
+  const int64_t blocksM = (g->M + height - 1) / height;
+  gemm_job_t job = { g, width, height, blocksN };
+  pool_for(gemm_chunk, &job, blocksM * blocksN);
 }

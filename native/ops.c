@@ -1,5 +1,6 @@
 // Norms, RoPE and elementwise kernels (bodies in ops_impl.h).
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -86,13 +87,40 @@ static void rope_table(int32_t p, const float *invFreq, int64_t half, float *c, 
   }
 }
 
+// A batch of sequences repeats its positions (training: B sequences at 0..T−1, for q and k of
+// every layer), so when there are fewer distinct positions than rows the tables are made once
+// per position of [pmin, pmax] — the same values — and the last such table is kept for the
+// next call with the same positions and frequencies.
+static struct { float *c, *s; int32_t pmin, pmax; int64_t half; float inv[ROPE_MAX_HALF]; } rope_span;
+
+/** The tables of positions [pmin, pmax] (row p − pmin), or NULL when out of memory. */
+static int rope_span_tables(int32_t pmin, int32_t pmax, const float *invFreq, int64_t half) {
+  if (rope_span.c && rope_span.pmin == pmin && rope_span.pmax == pmax && rope_span.half == half && !memcmp(rope_span.inv, invFreq, half * sizeof(float))) return 1;
+  const int64_t n = ((int64_t)pmax - pmin + 1) * half;
+  float *c = realloc(rope_span.c, (size_t)n * sizeof(float)), *s;
+  if (!c) return 0;
+  rope_span.c = c;
+  s = realloc(rope_span.s, (size_t)n * sizeof(float));
+  if (!s) { rope_span.half = -1; return 0; }
+  rope_span.s = s;
+  for (int32_t p = pmin; p <= pmax; p++) rope_table(p, invFreq, half, c + (p - pmin) * half, s + (p - pmin) * half);
+  memcpy(rope_span.inv, invFreq, half * sizeof(float));
+  rope_span.pmin = pmin; rope_span.pmax = pmax; rope_span.half = half;
+  return 1;
+}
+
 void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDims, const int32_t *pos, const float *invFreq, int neox) {
   const int64_t half = ropeDims / 2;
   if (half > ROPE_MAX_HALF) return; // checked by the caller
   float c[ROPE_MAX_HALF], s[ROPE_MAX_HALF];
+  int32_t pmin = T > 0 ? pos[0] : 0, pmax = pmin;
+  for (int64_t t = 1; t < T; t++) { if (pos[t] < pmin) pmin = pos[t]; if (pos[t] > pmax) pmax = pos[t]; }
+  const int span = T > 1 && (int64_t)pmax - pmin + 1 < T && rope_span_tables(pmin, pmax, invFreq, half);
   for (int64_t t = 0; t < T; t++) {
     const float *cc = c, *ss = s;
-    if (rope_cache.valid && rope_cache.pos == pos[t] && rope_cache.half == half && !memcmp(rope_cache.inv, invFreq, half * sizeof(float))) {
+    if (span) {
+      cc = rope_span.c + (pos[t] - pmin) * half; ss = rope_span.s + (pos[t] - pmin) * half;
+    } else if (rope_cache.valid && rope_cache.pos == pos[t] && rope_cache.half == half && !memcmp(rope_cache.inv, invFreq, half * sizeof(float))) {
       cc = rope_cache.c; ss = rope_cache.s;
     } else if (T == 1) {
       rope_table(pos[t], invFreq, half, rope_cache.c, rope_cache.s);

@@ -105,7 +105,8 @@ double k_cross_entropy(const float *z, const int32_t *target, int64_t N, int64_t
 /** ∂z_t += g (softmax(z_t) − onehot(target_t)) for scored rows. */
 void k_cross_entropy_backward(const float *z, const int32_t *target, const double *lse, int64_t N, int64_t V, int32_t ignore, float g, float *dz);
 /** One AdamW step's constants (src/optim/adamw.ts). */
-typedef struct { double b1, b2, eps, decay, stepSize, bc2; } toy_adamw_t;
+/** gradScale: the gradient is first rounded to float(g · gradScale) (global-norm clipping; 1: none). */
+typedef struct { double b1, b2, eps, decay, stepSize, bc2, gradScale; } toy_adamw_t;
 void k_adamw(float *theta, const float *g, float *m, float *v, int64_t n, const toy_adamw_t *h);
 double k_sum_squares(const float *x, int64_t n);
 void k_scale(float *x, int64_t n, double s);

@@ -89,12 +89,13 @@ int k_rms_norm_backward(const float *dy, const float *x, const float *g, int64_t
 
 // --- RoPE ---
 
-typedef struct { const float *dy, *y; int64_t N, heads, headDim, dims; const int32_t *pos; const float *invFreq; int neox; float *dx; double *part; } rope_t;
+typedef struct { const float *dy, *y; int64_t N, heads, headDim, dims; const int32_t *pos; const float *invFreq; int neox; float *dx; double *part;
+                 const double *tc, *ts; int32_t pmin; } rope_t;
 static void rope_chunk(void *p, int64_t c, int ith) {
   (void)ith;
   const rope_t *a = p;
   PICK(rope_backward)(a->dy, a->y, c * ROWS, min64(c * ROWS + ROWS, a->N), a->heads, a->headDim, a->dims, a->pos, a->invFreq, a->neox,
-                      a->dx, a->part ? a->part + c * (a->dims / 2) : NULL);
+                      a->dx, a->part ? a->part + c * (a->dims / 2) : NULL, a->tc, a->ts, a->pmin);
 }
 int k_rope_backward(const float *dy, const float *y, int64_t N, int64_t heads, int64_t headDim, int64_t dims, const int32_t *pos,
                     const float *invFreq, int neox, float *dx, float *dinv) {
@@ -102,10 +103,24 @@ int k_rope_backward(const float *dy, const float *y, int64_t N, int64_t heads, i
   const int64_t nchunks = (N + ROWS - 1) / ROWS;
   double *part = dinv ? calloc((size_t)(nchunks * (dims / 2)), sizeof(double)) : NULL;
   if (dinv && !part) return 0;
-  rope_t a = { dy, y, N, heads, headDim, dims, pos, invFreq, neox, dx, part };
+  // Fewer distinct positions than rows (a batch of sequences): cos and sin once per position.
+  const int64_t half = dims / 2;
+  int32_t pmin = N > 0 ? pos[0] : 0, pmax = pmin;
+  for (int64_t t = 1; t < N; t++) { if (pos[t] < pmin) pmin = pos[t]; if (pos[t] > pmax) pmax = pos[t]; }
+  double *table = (int64_t)pmax - pmin + 1 < N ? malloc((size_t)(2 * ((int64_t)pmax - pmin + 1) * half) * sizeof(double)) : NULL;
+  const int64_t span = ((int64_t)pmax - pmin + 1) * half;
+  if (table)
+    for (int64_t p = pmin; p <= pmax; p++)
+      for (int64_t i = 0; i < half; i++) {
+        const double ang = (double)p * invFreq[i];
+        table[(p - pmin) * half + i] = cos(ang);
+        table[span + (p - pmin) * half + i] = sin(ang);
+      }
+  rope_t a = { dy, y, N, heads, headDim, dims, pos, invFreq, neox, dx, part, table, table ? table + span : NULL, pmin };
   run_chunks(rope_chunk, &a, nchunks, N * heads * headDim);
   if (dinv) add_partials(dinv, part, nchunks, dims / 2);
   free(part);
+  free(table);
   return 1;
 }
 

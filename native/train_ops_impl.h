@@ -58,13 +58,18 @@ static void NAME(rms_norm_backward)(const float *dy, const float *x, const float
 
 // --- RoPE backward, rows [t0, t1): the inverse rotation, and ∂invFreq[i] += p (−∂y_a y_b + ∂y_b y_a)
 
+// `tc`, `ts` (or NULL): cos and sin of every position from `pmin` on, made once per call (a
+// batch repeats its positions), the same values as computed here.
 static void NAME(rope_backward)(const float *dy, const float *y, int64_t t0, int64_t t1, int64_t heads, int64_t headDim, int64_t dims,
-                               const int32_t *pos, const float *invFreq, int neox, float *dx, double *dinvPart) {
+                               const int32_t *pos, const float *invFreq, int neox, float *dx, double *dinvPart,
+                               const double *tc, const double *ts, int32_t pmin) {
   const int64_t half = dims / 2;
-  double c[ROPE_MAX_HALF], s[ROPE_MAX_HALF];
+  double cbuf[ROPE_MAX_HALF], sbuf[ROPE_MAX_HALF];
   for (int64_t t = t0; t < t1; t++) {
     const double p = pos[t];
-    for (int64_t i = 0; i < half; i++) { const double a = p * invFreq[i]; c[i] = cos(a); s[i] = sin(a); }
+    const double *c = cbuf, *s = sbuf;
+    if (tc) { c = tc + (pos[t] - pmin) * half; s = ts + (pos[t] - pmin) * half; }
+    else for (int64_t i = 0; i < half; i++) { const double a = p * invFreq[i]; cbuf[i] = cos(a); sbuf[i] = sin(a); }
     for (int64_t h = 0; h < heads; h++) {
       const int64_t o = (t * heads + h) * headDim;
       const float *DY = dy + o, *Y = y + o;
@@ -137,8 +142,11 @@ static void NAME(adamw)(float *theta, const float *g, float *m, float *v, int64_
   // arithmetic, vector or not); m and v are rounded to float before they are used, as stored.
   const __m256d b1 = _mm256_set1_pd(h->b1), c1 = _mm256_set1_pd(1 - h->b1), b2 = _mm256_set1_pd(h->b2), c2 = _mm256_set1_pd(1 - h->b2);
   const __m256d decay = _mm256_set1_pd(h->decay), step = _mm256_set1_pd(h->stepSize), bc2 = _mm256_set1_pd(h->bc2), eps = _mm256_set1_pd(h->eps);
+  const __m256d gs = _mm256_set1_pd(h->gradScale);
+  const int scaled = h->gradScale != 1;
   for (; i + 4 <= i1; i += 4) {
-    const __m256d gd = _mm256_cvtps_pd(_mm_loadu_ps(g + i));
+    __m256d gd = _mm256_cvtps_pd(_mm_loadu_ps(g + i));
+    if (scaled) gd = _mm256_cvtps_pd(_mm256_cvtpd_ps(_mm256_mul_pd(gd, gs))); // float(g · s), as clipping stores it
     const __m128 mf = _mm256_cvtpd_ps(_mm256_add_pd(_mm256_mul_pd(b1, _mm256_cvtps_pd(_mm_loadu_ps(m + i))), _mm256_mul_pd(c1, gd)));
     const __m128 vf = _mm256_cvtpd_ps(_mm256_add_pd(_mm256_mul_pd(b2, _mm256_cvtps_pd(_mm_loadu_ps(v + i))), _mm256_mul_pd(_mm256_mul_pd(c2, gd), gd)));
     _mm_storeu_ps(m + i, mf);
@@ -149,8 +157,9 @@ static void NAME(adamw)(float *theta, const float *g, float *m, float *v, int64_
   }
 #endif
   for (; i < i1; i++) {
-    m[i] = (float)(h->b1 * m[i] + (1 - h->b1) * g[i]);
-    v[i] = (float)(h->b2 * v[i] + (1 - h->b2) * g[i] * g[i]);
+    const float gi = h->gradScale != 1 ? (float)(g[i] * h->gradScale) : g[i];
+    m[i] = (float)(h->b1 * m[i] + (1 - h->b1) * gi);
+    v[i] = (float)(h->b2 * v[i] + (1 - h->b2) * gi * gi);
     theta[i] = (float)(theta[i] * h->decay - (h->stepSize * m[i]) / (sqrt((double)v[i]) / h->bc2 + h->eps));
   }
 }

@@ -109,11 +109,18 @@ export {
 } from "./train/index.js";
 export type { Batch } from "./data/batch.js";
 export { classify, formatConfusion, type ClassifyResult } from "./engines/classify.js";
-export { AdamW, learningRate, clipGradNorm, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
+export { AdamW, learningRate, clipGradNorm, clipScale, globalNorm, type AdamWOptions, type ScheduleKind, type ScheduleOptions } from "./optim/index.js";
 export {
   warmStart, fromScratch, lora, SCRATCH_CONFIGS, DEFAULT_SCRATCH_CONFIG, scratchConfig, DEFAULT_LORA_TARGETS,
   applyLoraAdapter, readLoraAdapter, writeLoraAdapter,
   type RealizedRun, type ScratchOptions, type ScratchShape, type LoraOptions, type LoraRun, type LoraAdapter,
+} from "./recipes/index.js";
+// Training jobs: what `toy train` runs — a recipe, its data, a run bundle, the loop — and resume.
+export {
+  trainLanguageModel, trainVit, resumeTraining, languageModelJob, vitJob, idsBatch,
+  LANGUAGE_MODEL_DEFAULTS, VIT_DEFAULTS, DEFAULT_JOB_SCRATCH_CONFIG, LORA_JOB_DEFAULTS, DEFAULT_RUNS_DIR,
+  type LanguageModelJob, type LanguageModelJobOptions, type LanguageModelRecipe, type VitJob, type VitJobOptions,
+  type JobCommon, type JobOutput, type JobResult, type RecordedJob,
 } from "./recipes/index.js";
 export {
   vitTiny, vitConfigFor, VIT_CONFIGS, DEFAULT_VIT_CONFIG, initialVitBytes,

@@ -24,6 +24,9 @@ import { warmStart } from "../src/recipes/warmStart.js";
 import { mulberry32, writeTinyLlama } from "./helpers/tiny-model.js";
 import { fixtures, projectRoot } from "./helpers/fixtures.js";
 import { toy } from "./helpers/cli.js";
+import { lossAndGradients } from "../src/train/objectives.js";
+import { trainKernelsFor, tsTrainKernels } from "../src/autograd/kernels/index.js";
+import { cpuBackend } from "../src/backends/index.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "toy-lora-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
@@ -53,6 +56,46 @@ test("lora.realize: only the adapters train; B starts at zero so step 0 is the b
   run.step(batch); run.step(batch);
   for (const [name, v] of before.values) assert.deepEqual(run.params.values.get(name), v, `${name} is frozen`);
   assert.ok(run.trainer.evaluate(batch) < l0, "training the adapters lowers the loss");
+});
+
+test("LoRA runs factored (x Wᵀ + s·(x Aᵀ) Bᵀ): the loss and adapter gradients of the merged weight W + s·B·A, on ts and cpu", () => {
+  const rank = 2, alpha = 4, s = loraScale(alpha, rank);
+  const run = lora.realize(base, { rank, alpha, targets: ["attn_q", "attn_v"], seed: 1 });
+  const rnd = mulberry32(7);
+  for (const t of run.targets) run.params.values.get(`${t}.lora_b`)!.forEach((_, i, b) => { b[i] = (rnd() - 0.5) * 0.2; });
+  const cpuKernels = "error" in cpuBackend() ? [] : [trainKernelsFor("cpu")];
+  for (const kernels of [tsTrainKernels, ...cpuKernels]) {
+    const factored = lossAndGradients(run.config, run.params, batch, { ...run.trainer.setup, kernels });
+    // The same model with the adapters merged into plain, trainable weights.
+    const values = new Map(run.params.values), dims = new Map(run.params.dims);
+    for (const t of run.targets) {
+      const [inn, out] = run.params.dims.get(t)!, w = run.params.values.get(t)!;
+      const at = run.params.values.get(`${t}.lora_at`)!, b = run.params.values.get(`${t}.lora_b`)!;
+      values.set(t, w.map((x, k) => { const o = Math.floor(k / inn), i = k % inn; let d = 0; for (let r = 0; r < rank; r++) d += b[o * rank + r] * at[i * rank + r]; return x + s * d; }));
+      values.delete(`${t}.lora_at`); values.delete(`${t}.lora_b`);
+      assert.equal(w.length, out * inn);
+    }
+    const merged = lossAndGradients(run.config, { values, dims }, batch, { kernels });
+    assert.ok(Math.abs(factored.loss - merged.loss) <= 1e-5 * Math.abs(merged.loss), `${kernels.device}: loss ${factored.loss} vs ${merged.loss}`);
+    for (const t of run.targets) {
+      const [inn, out] = run.params.dims.get(t)!, dW = merged.grads.get(t)!;
+      const at = run.params.values.get(`${t}.lora_at`)!, b = run.params.values.get(`${t}.lora_b`)!;
+      const dB = factored.grads.get(`${t}.lora_b`)!, dAt = factored.grads.get(`${t}.lora_at`)!;
+      // ∂B = s ∂W' Aᵀ,  ∂(Aᵀ) = s ∂W'ᵀ B
+      const wantB = new Float64Array(out * rank), wantAt = new Float64Array(inn * rank);
+      for (let o = 0; o < out; o++) for (let i = 0; i < inn; i++) for (let r = 0; r < rank; r++) {
+        wantB[o * rank + r] += s * dW[o * inn + i] * at[i * rank + r];
+        wantAt[i * rank + r] += s * dW[o * inn + i] * b[o * rank + r];
+      }
+      // Float32 rounding of sums that cancel: 1e-4 relative, or 1e-3 of the tensor's RMS gradient.
+      const close = (got: Float32Array, want: Float64Array, name: string) => {
+        const rms = Math.sqrt(want.reduce((a, x) => a + x * x, 0) / want.length);
+        want.forEach((e, k) => assert.ok(Math.abs(got[k] - e) <= 1e-4 * Math.abs(e) + 1e-3 * rms, `${kernels.device} ${name}[${k}]: ${got[k]} vs ${e}`));
+      };
+      close(dB, wantB, `${t}.lora_b`);
+      close(dAt, wantAt, `${t}.lora_at`);
+    }
+  }
 });
 
 test("toy train lora: a llama.cpp LoRA adapter, a merged model equal to base + adapter, and toy infer --lora", () => {

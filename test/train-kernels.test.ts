@@ -162,6 +162,23 @@ test("cpu AdamW gives the reference's bits", { skip }, () => {
   }
 });
 
+test("AdamW with a gradient scale is clipping then AdamW, to the bit, on ts and cpu", () => {
+  const backends = "error" in cpu ? [tsTrainKernels] : [tsTrainKernels, trainKernelsFor("cpu")];
+  for (const K of backends) for (const n of [1, 7, 70_001]) {
+    const theta = randn(n), g = randn(n);
+    const [tA, mA, vA, tB, mB, vB] = [theta.slice(), new Float32Array(n), new Float32Array(n), theta.slice(), new Float32Array(n), new Float32Array(n)];
+    const h = { b1: 0.9, b2: 0.95, eps: 1e-8, decay: 1 - 1e-4, stepSize: 1e-3 / 0.1, bc2: Math.sqrt(1 - 0.95) };
+    const s = 0.3127;
+    const clipped = g.slice();
+    K.scale(clipped, s);
+    K.adamw(tA, clipped, mA, vA, h);
+    const before = g.slice();
+    K.adamw(tB, g, mB, vB, { ...h, gradScale: s });
+    assert.deepEqual([tB, mB, vB], [tA, mA, vA], `${K.device} adamw ${n}`);
+    assert.deepEqual(g, before, "the gradient is not written");
+  }
+});
+
 test("cpu training kernels give the same bits for 1 and 2 threads", { skip }, () => {
   if ("error" in cpu) return;
   const K = trainKernelsFor("cpu");

@@ -11,6 +11,9 @@ export class Var {
   grad: Float32Array | null = null;
   /** Passes this.grad on to the inputs' grads (set by the op that made this Var). */
   backward: (() => void) | null = null;
+  /** A leaf's gradient goes here (zeroed on first use) instead of into fresh memory: a buffer
+   *  its caller keeps from one step to the next (Tape.param). */
+  gradInto: Float32Array | null = null;
 
   constructor(
     readonly tape: Tape,
@@ -29,16 +32,22 @@ export class Var {
 
   /** The gradient buffer, created as zeros when first written. */
   gradBuffer(): Float32Array {
-    return (this.grad ??= this.backward ? this.tape.scratchZeros(this.data.length) : new Float32Array(this.data.length));
+    if (this.grad) return this.grad;
+    if (this.gradInto) return (this.grad = this.gradInto.fill(0));
+    return (this.grad = this.backward ? this.tape.scratchZeros(this.data.length) : new Float32Array(this.data.length));
   }
 }
 
 /** Buffers of op outputs (values and gradients) kept from one tape to the next, by length: a
  *  training step needs the same ones every time, and fresh memory costs a page fault per 4 KiB
- *  on first touch. */
+ *  on first touch. The spares hold at most what the largest tape used (its peak is reached
+ *  anyway: a SmolLM2-135M step of 4 × 256 tokens uses ~3 GB of them), or SPARE_LIMIT when that
+ *  is more: a fixed cap of 1 GiB dropped two thirds of SmolLM2's buffers every step, and the page
+ *  faults of the fresh ones cost ~1 s per step. */
 const spare = new Map<number, Float32Array[]>();
-const SPARE_LIMIT = 1 << 28; // floats kept at most (1 GiB)
+const SPARE_LIMIT = 1 << 28; // floats kept at least (1 GiB)
 let spareFloats = 0;
+let largestTape = 0;
 
 /** The record of one forward computation, replayed backwards by `backward(loss)`. */
 export class Tape {
@@ -48,9 +57,16 @@ export class Tape {
   /** `kernels`: the backend that runs the ops' heavy products (the ts reference by default). */
   constructor(readonly kernels: TrainKernels = tsTrainKernels) {}
 
-  /** A trainable leaf (its grad is what training reads). */
-  param(data: Float32Array, shape: readonly number[]): Var {
-    return new Var(this, shape, data, true);
+  /** A trainable leaf (its grad is what training reads). `gradInto`: where its gradient goes
+   *  (zeroed first; a buffer of data.length kept across steps), else fresh zeros. Fresh memory
+   *  for every parameter's gradient every step costs a page fault per 4 KiB on first write. */
+  param(data: Float32Array, shape: readonly number[], gradInto?: Float32Array): Var {
+    const v = new Var(this, shape, data, true);
+    if (gradInto) {
+      if (gradInto.length !== data.length) throw new RangeError(`param: a gradient buffer of ${gradInto.length} values for ${data.length}`);
+      v.gradInto = gradInto;
+    }
+    return v;
   }
 
   /** A constant leaf (no gradient). */
@@ -92,8 +108,12 @@ export class Tape {
   /** Hands the op outputs' buffers (values and gradients) to the next tape. Call it once nothing
    *  reads the tape's values or gradients any more (the leaves' are not among them). */
   release(): void {
+    let floats = 0;
+    for (const a of this.scratch_) floats += a.length;
+    largestTape = Math.max(largestTape, floats);
+    const limit = Math.max(SPARE_LIMIT, largestTape);
     for (const a of this.scratch_) {
-      if (spareFloats + a.length > SPARE_LIMIT) break;
+      if (spareFloats + a.length > limit) break;
       let list = spare.get(a.length);
       if (!list) spare.set(a.length, (list = []));
       list.push(a);

@@ -30,6 +30,9 @@ export interface TrainSetup {
   frozen?: ReadonlySet<string>;
   adapters?: ReadonlyMap<string, Adapter>;
   kernels?: TrainKernels;
+  /** Where each trainable parameter's gradient is written, by name (filled in on first use and
+   *  reused: the Trainer keeps one map across its steps); absent: fresh arrays every time. */
+  gradients?: Map<string, Float32Array>;
 }
 
 /** The tape's leaves: one Var per GGUF tensor, shaped [rows, dims[0]]. */
@@ -44,11 +47,13 @@ export class ParamVars {
       const data = this.p.values.get(name), dims = this.p.dims.get(name);
       if (!data || !dims) throw new RangeError(`training: parameter ${name} is missing`);
       const shape = dims.length === 1 ? [dims[0]] : [data.length / dims[0], dims[0]];
-      v = this.setup.frozen?.has(name) ? this.tape.constant(data, shape) : this.tape.param(data, shape);
+      v = this.setup.frozen?.has(name) ? this.tape.constant(data, shape) : this.tape.param(data, shape, gradientBuffer(this.setup.gradients, name, data.length));
       this.vars.set(name, v);
     }
     return v;
   }
+  /** The adapter on a weight, if any. */
+  adapter(name: string): Adapter | undefined { return this.setup.adapters?.get(name); }
   /** A weight as the forward uses it: W, or W + s · B A under an adapter.  [out, in] */
   get(name: string): Var {
     const ad = this.setup.adapters?.get(name);
@@ -59,6 +64,14 @@ export class ParamVars {
   }
   has(name: string): boolean { return this.p.values.has(name); }
   entries(): [string, Var][] { return [...this.vars]; }
+}
+
+/** The reusable gradient buffer of a parameter (made on first use), or none. */
+export function gradientBuffer(buffers: Map<string, Float32Array> | undefined, name: string, n: number): Float32Array | undefined {
+  if (!buffers) return undefined;
+  let g = buffers.get(name);
+  if (!g || g.length !== n) buffers.set(name, (g = new Float32Array(n)));
+  return g;
 }
 
 /** The shape of a training batch: B sequences of T rows, row b·T + t at position t. */
@@ -80,6 +93,14 @@ export class TrainingOps implements Ops<Var> {
   has(name: string): boolean { return this.params.has(name); }
   embedding(table: string, ids: Int32Array): Var { return A.embedding(this.params.get(table), ids); }
   linear(x: Var, weight: string, bias?: string | null, rows?: readonly [number, number]): Var {
+    const ad = rows ? undefined : this.params.adapter(weight);
+    if (ad) {
+      // LoRA factored: x (W + s B A)ᵀ = x Wᵀ + (s · x Aᵀ) Bᵀ. The adapter's products are [N, rank];
+      // W + s B A [out, in] and its gradient (a full ∂W product per step) are never formed.
+      const base = A.linear(x, this.params.leaf(weight), bias ? this.params.get(bias) : null);  // [N, out]
+      const u = A.scale(A.linear(x, A.transpose(this.params.leaf(ad.a))), ad.scale);             // [N, rank]
+      return A.add(base, A.linear(u, this.params.leaf(ad.b)));                                    // [N, out]
+    }
     const w = this.params.get(weight);
     return A.linear(x, rows ? A.sliceRows(w, rows[0], rows[1]) : w, bias ? this.params.get(bias) : null);
   }

@@ -27,8 +27,9 @@ export class AdamW {
   /** `kernels`: the backend that runs the update's sweep (the ts reference by default; cpu gives the same bits). */
   constructor(readonly options: AdamWOptions, readonly kernels: TrainKernels = tsTrainKernels) {}
 
-  /** One update of every parameter in place, at learning rate `lr` (the schedule's value). */
-  step(params: Map<string, Float32Array>, dims: Map<string, number[]>, grads: Map<string, Float32Array>, lr = this.options.lr): void {
+  /** One update of every parameter in place, at learning rate `lr` (the schedule's value), from
+   *  the gradients scaled by `gradScale` (global-norm clipping, clipScale; the arrays are not written). */
+  step(params: Map<string, Float32Array>, dims: Map<string, number[]>, grads: Map<string, Float32Array>, lr = this.options.lr, gradScale = 1): void {
     const { betas: [b1, b2], eps, weightDecay } = this.options;
     const decays = this.options.decays ?? ((_n, d) => d.length >= 2);
     const t = ++this.state.step;
@@ -39,7 +40,7 @@ export class AdamW {
       if (!g) continue;
       const m = getOrZeros(this.state.m, name, theta.length), v = getOrZeros(this.state.v, name, theta.length);
       const decay = weightDecay > 0 && decays(name, dims.get(name) ?? [theta.length]) ? 1 - lr * weightDecay : 1;
-      this.kernels.adamw(theta, g, m, v, { b1, b2, eps, decay, stepSize, bc2 });
+      this.kernels.adamw(theta, g, m, v, { b1, b2, eps, decay, stepSize, bc2, gradScale });
     }
   }
 }

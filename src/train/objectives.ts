@@ -8,7 +8,7 @@ import { patchify, vitForward } from "../archs/vit.js";
 import { patchCount, patchSize, type VitConfig } from "../archs/vitConfig.js";
 import { crossEntropy } from "../autograd/ops/index.js";
 import { Tape, type Var } from "../autograd/tape.js";
-import { TrainingOps, type Parameters, type TrainSetup } from "../blocks/trainingOps.js";
+import { gradientBuffer, TrainingOps, type Parameters, type TrainSetup } from "../blocks/trainingOps.js";
 import type { Batch } from "../data/batch.js";
 
 export type { Parameters, TrainSetup, Adapter } from "../blocks/trainingOps.js";
@@ -104,7 +104,7 @@ function backwardOf(tape: Tape, loss: Var, params: Parameters, leaves: [string, 
   const leafGrads = new Map(leaves.map(([name, v]) => [name, v.grad] as const));
   const grads = new Map<string, Float32Array>();
   for (const [name, values] of params.values) {
-    if (!setup.frozen?.has(name)) grads.set(name, leafGrads.get(name) ?? new Float32Array(values.length));
+    if (!setup.frozen?.has(name)) grads.set(name, leafGrads.get(name) ?? gradientBuffer(setup.gradients, name, values.length)?.fill(0) ?? new Float32Array(values.length));
   }
   tape.release();
   return { loss: value, grads };

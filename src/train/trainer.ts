@@ -6,7 +6,7 @@
 
 import type { ModelConfig } from "../archs/config.js";
 import { AdamW } from "../optim/adamw.js";
-import { clipGradNorm } from "../optim/clip.js";
+import { clipScale, globalNorm } from "../optim/clip.js";
 import { learningRate, type ScheduleKind } from "../optim/schedule.js";
 import { trainKernelsFor, tsTrainKernels, type TrainKernels } from "../autograd/kernels/index.js";
 import { selectBackend, type Device } from "../backends/index.js";
@@ -53,7 +53,9 @@ export interface StepResult {
   /** What the step's batches held (tokens; images for a ViT). */
   tokens: number;
   seconds: number;
-  /** The (accumulated, clipped) gradients the update used, by GGUF name. */
+  /** The (accumulated) gradients, by GGUF name, before clipping (the update took them times
+   *  clipScale(gradNorm, clip)): the trainer's own buffers, overwritten by its next step (copy
+   *  them to keep them). */
   grads: Map<string, Float32Array>;
 }
 
@@ -62,6 +64,9 @@ export class Trainer<B = Batch> {
   readonly objective: Objective<B>;
   /** Steps taken so far. */
   stepsDone = 0;
+  /** Gradient buffers kept across steps: the first micro-batch's (accumulated into, and
+   *  returned), and the later micro-batches' (each added into the first's). */
+  private readonly gradientBuffers = [new Map<string, Float32Array>(), new Map<string, Float32Array>()];
 
   /** `objective`: a decoder's config (next-token prediction) or any Objective. */
   constructor(objective: ModelConfig | Objective<B>, readonly params: Parameters, readonly options: TrainOptions, readonly setup: TrainSetup = {}) {
@@ -79,18 +84,19 @@ export class Trainer<B = Batch> {
     const start = performance.now();
     let loss = 0, tokens = 0;
     let grads: Map<string, Float32Array> | undefined;
-    for (const batch of batches) {
-      const r = this.objective.lossAndGradients(this.params, batch, this.setup);
+    for (const [i, batch] of batches.entries()) {
+      const r = this.objective.lossAndGradients(this.params, batch, { ...this.setup, gradients: this.gradientBuffers[Math.min(i, 1)] });
       loss += r.loss / batches.length;
       tokens += this.objective.count(batch);
       if (!grads) grads = r.grads;
       else for (const [name, g] of r.grads) this.kernels.accumulate(grads.get(name)!, g);
     }
     if (batches.length > 1) for (const g of grads!.values()) for (let i = 0; i < g.length; i++) g[i] /= batches.length;
-    const gradNorm = clipGradNorm(grads!, this.options.clip, this.kernels);
+    // Global-norm clipping, folded into the update (the gradients are read once more, not written).
+    const gradNorm = globalNorm(grads!.values(), this.kernels);
     const o = this.options;
     const lr = learningRate(this.stepsDone, { kind: o.schedule, lr: o.lr, steps: o.steps, warmup: o.warmup });
-    this.optimizer.step(this.params.values, this.params.dims, grads!, lr);
+    this.optimizer.step(this.params.values, this.params.dims, grads!, lr, clipScale(gradNorm, o.clip));
     const step = this.stepsDone++;
     return { step, loss, lr, gradNorm, tokens, seconds: (performance.now() - start) / 1000, grads: grads! };
   }

@@ -20,8 +20,8 @@ export function cpuTrainKernels(a: NativeAddon): TrainKernels {
       if (dx) a.gemm(dy, nOut, 0, w, nIn, 0, dx, nIn, N, nIn, nOut, 1);    // dx += ∂y W
       if (dw) a.gemm(dy, nOut, 1, x, nIn, 0, dw, nIn, nOut, nIn, N, 1);    // dW += ∂yᵀ x
     },
-    attention(q, k, v, s, o, out = new Float32Array(q.length)) {
-      const probs = new Float32Array(s.batch * s.heads * s.seq * s.seq);
+    attention(q, k, v, s, o, out = new Float32Array(q.length), scratch = (n) => new Float32Array(n)) {
+      const probs = scratch(s.batch * s.heads * s.seq * s.seq);
       a.attentionTrain(s.batch, s.seq, s.heads, s.kvHeads, s.headDim, o.scale, o.softcap, o.window, o.causal ? 1 : 0, q, k, v, out, probs);
       return { out, probs };
     },
@@ -67,7 +67,7 @@ export function cpuTrainKernels(a: NativeAddon): TrainKernels {
     accumulate(dst, src) { a.accumulate(dst, src); },
     sumOfSquares(x) { return a.sumSquares(x); },
     scale(x, s) { a.scale(x, s); },
-    adamw(theta, g, m, v, h) { a.adamw(theta, g, m, v, h.b1, h.b2, h.eps, h.decay, h.stepSize, h.bc2); },
+    adamw(theta, g, m, v, h) { a.adamw(theta, g, m, v, h.b1, h.b2, h.eps, h.decay, h.stepSize, h.bc2, h.gradScale ?? 1); },
   };
   cached = { addon: a, kernels };
   return kernels;

@@ -42,6 +42,9 @@ export interface AdamWStep {
   decay: number;
   stepSize: number;
   bc2: number;
+  /** The gradient is taken as float32(g · gradScale): global-norm clipping folded into the
+   *  update, which saves a read and a write of every gradient (default 1: as it is). */
+  gradScale?: number;
 }
 
 export interface TrainKernels {
@@ -50,8 +53,10 @@ export interface TrainKernels {
   linear(x: Float32Array, w: Float32Array, N: number, nIn: number, nOut: number, out?: Float32Array): Float32Array;
   /** dx [N, nIn] += ∂y W;  dw [nOut, nIn] += ∂yᵀ x  (null: not wanted). */
   linearBackward(dy: Float32Array, x: Float32Array, w: Float32Array, N: number, nIn: number, nOut: number, dx: Float32Array | null, dw: Float32Array | null): void;
-  /** Attention over q [B·T, H, D], k, v [B·T, KV, D] → out [B·T, H·D], and the softmax kept for the backward. */
-  attention(q: Float32Array, k: Float32Array, v: Float32Array, s: AttentionShape, opts: AttentionOptions, out?: Float32Array): { out: Float32Array; probs: Float32Array | Float64Array };
+  /** Attention over q [B·T, H, D], k, v [B·T, KV, D] → out [B·T, H·D], and the softmax kept for the backward
+   *  (float32 in `scratch(n)` where the backend keeps float32: the tape's reused buffers). */
+  attention(q: Float32Array, k: Float32Array, v: Float32Array, s: AttentionShape, opts: AttentionOptions, out?: Float32Array,
+    scratch?: (n: number) => Float32Array): { out: Float32Array; probs: Float32Array | Float64Array };
   /** dq, dk, dv += attention's gradients at ∂out = dy. */
   attentionBackward(dy: Float32Array, q: Float32Array, k: Float32Array, v: Float32Array, probs: Float32Array | Float64Array,
     s: AttentionShape, opts: AttentionOptions, dq: Float32Array, dk: Float32Array, dv: Float32Array): void;

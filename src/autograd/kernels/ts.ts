@@ -272,9 +272,11 @@ function scale(x: Float32Array, s: number): void {
 }
 
 function adamw(theta: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, h: AdamWStep): void {
+  const s = h.gradScale ?? 1;
   for (let i = 0; i < theta.length; i++) {
-    m[i] = h.b1 * m[i] + (1 - h.b1) * g[i];
-    v[i] = h.b2 * v[i] + (1 - h.b2) * g[i] * g[i];
+    const gi = s !== 1 ? Math.fround(g[i] * s) : g[i];
+    m[i] = h.b1 * m[i] + (1 - h.b1) * gi;
+    v[i] = h.b2 * v[i] + (1 - h.b2) * gi * gi;
     theta[i] = theta[i] * h.decay - (h.stepSize * m[i]) / (Math.sqrt(v[i]) / h.bc2 + h.eps);
   }
 }

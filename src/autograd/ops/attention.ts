@@ -15,7 +15,7 @@ export type { AttentionShape };
 /** q: [B·T, heads, headDim]; k, v: [B·T, kvHeads, headDim] → [B·T, heads · headDim] */
 export function attention(q: Var, k: Var, v: Var, s: AttentionShape, opts: AttentionOptions): Var {
   const K = q.tape.kernels;
-  const { out, probs } = K.attention(q.data, k.data, v.data, s, opts, q.tape.scratch(q.size));
+  const { out, probs } = K.attention(q.data, k.data, v.data, s, opts, q.tape.scratch(q.size), (n) => q.tape.scratch(n));
   return q.tape.record([s.batch * s.seq, s.heads * s.headDim], out, [q, k, v], (o) => {
     // A gradient nobody reads still has to go somewhere: a scratch buffer for constant inputs.
     const buf = (x: Var) => (x.requiresGrad ? x.gradBuffer() : new Float32Array(x.size));

@@ -5,7 +5,7 @@ import type { Var } from "../tape.js";
 /** table: [vocab, d], ids: [N] → [N, d] */
 export function embedding(table: Var, ids: Int32Array): Var {
   const d = table.cols, V = table.rows;
-  const y = new Float32Array(ids.length * d);
+  const y = table.tape.scratch(ids.length * d);
   ids.forEach((id, t) => {
     if (!(id >= 0 && id < V)) throw new RangeError(`token id ${id} is outside the vocabulary (0..${V - 1})`);
     y.set(table.data.subarray(id * d, (id + 1) * d), t * d);

@@ -1,7 +1,7 @@
 export { linear } from "./linear.js";
 export { embedding } from "./embedding.js";
 export { add, scale, softcap, map } from "./arith.js";
-export { reshape, sliceCols, sliceRows, gatherRows } from "./shape.js";
+export { reshape, sliceCols, sliceRows, gatherRows, transpose } from "./shape.js";
 export { concatRows } from "./concat.js";
 export { rmsNorm, layerNorm } from "./norm.js";
 export { rope, ropeFrequencies } from "./rope.js";

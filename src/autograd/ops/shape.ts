@@ -34,6 +34,17 @@ export function sliceRows(x: Var, from: number, to: number): Var {
   });
 }
 
+/** xᵀ: [R, C] → [C, R] (small matrices: a LoRA factor); the backward transposes ∂y back. */
+export function transpose(x: Var): Var {
+  const R = x.rows, C = x.cols, X = x.data;
+  const y = new Float32Array(R * C);
+  for (let i = 0; i < R; i++) for (let j = 0; j < C; j++) y[j * R + i] = X[i * C + j];
+  return x.tape.record([C, R], y, [x], (out) => {
+    const dx = x.gradBuffer(), dy = out.grad!;
+    for (let i = 0; i < R; i++) for (let j = 0; j < C; j++) dx[i * C + j] += dy[j * R + i];
+  });
+}
+
 /** Rows `rows` of x: [N, n] → [rows.length, n]; the backward scatter-adds. */
 export function gatherRows(x: Var, rows: readonly number[]): Var {
   const n = x.cols;

@@ -47,7 +47,7 @@ export interface NativeAddon {
   /** ∂z_t += g (softmax(z_t) − onehot(target_t)) of each scored row. */
   crossEntropyBackward(z: Float32Array, targets: Int32Array, lse: Float64Array, N: number, V: number, ignore: number, g: number, dz: Float32Array): void;
   /** One AdamW update in place (src/optim/adamw.ts, to the bit). */
-  adamw(theta: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, b1: number, b2: number, eps: number, decay: number, stepSize: number, bc2: number): void;
+  adamw(theta: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, b1: number, b2: number, eps: number, decay: number, stepSize: number, bc2: number, gradScale: number): void;
   /** Σ x² in double. */
   sumSquares(x: Float32Array): number;
   /** x ← x · s. */

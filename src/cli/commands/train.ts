@@ -1,35 +1,23 @@
-// toy train from-scratch | warm-start | lora | vit (./trainVit.ts), and toy train --resume runs/<id>.
-// Every run writes a bundle DIR/<id>/ (io/runs/bundle.ts): events.jsonl (toy/v1), loss.svg,
-// weights/step-N.gguf checkpoints with their optimizer and random state, and weights/final.gguf.
-// Data: --ids FILE trains on one fixed batch (a JSON array of T+1 ids: input = all but the last,
-// target = all but the first), for checking against other frameworks; otherwise seeded random
-// windows of --data FILE (default: the corpus shipped in assets/corpus): a text tokenized with the
-// model's tokenizer, or pre-tokenized uint16/uint32 ids (io/runs/corpus.ts says which), the last
-// 10% held out for the validation loss (io/runs/windows.ts).
+// toy train from-scratch | warm-start | lora | vit (./trainVit.ts), and toy train --resume runs/<id>:
+// flags → a job's options → the library's trainLanguageModel / resumeTraining
+// (src/recipes/languageModelJob.ts, resumeJob.ts, which say what a run does and writes) → the
+// loop's output on the command line (./trainFlags.ts).
 
-import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { ToyError, UsageError } from "../../errors.js";
-import { Rng } from "../../data/rng.js";
-import { DEFAULT_TRAIN_OPTIONS, type TrainOptions } from "../../train/trainer.js";
-import type { Batch } from "../../data/batch.js";
-import { tokenizerFromMetadata } from "../../io/tokenizer/index.js";
-import { RunBundle, type Checkpoint } from "../../io/runs/bundle.js";
-import { corpusTokens, DATA_FORMATS, dataFormatOf, defaultCorpusPath, type DataFormat } from "../../io/runs/corpus.js";
-import { trainingData } from "../../io/runs/windows.js";
-import { DEFAULT_SCRATCH_CONFIG, fromScratch, SCRATCH_CONFIGS } from "../../recipes/fromScratch.js";
-import { DEFAULT_LORA_TARGETS, lora } from "../../recipes/lora.js";
-import { warmStart, type RealizedRun } from "../../recipes/warmStart.js";
+import { UsageError } from "../../errors.js";
+import { DEFAULT_TRAIN_OPTIONS } from "../../train/trainer.js";
+import { DATA_FORMATS, type DataFormat } from "../../io/runs/corpus.js";
+import { DEFAULT_SCRATCH_CONFIG, SCRATCH_CONFIGS } from "../../recipes/fromScratch.js";
+import { DEFAULT_JOB_SCRATCH_CONFIG, LANGUAGE_MODEL_DEFAULTS, LORA_JOB_DEFAULTS, trainLanguageModel, type LanguageModelRecipe } from "../../recipes/languageModelJob.js";
+import { resumeTraining } from "../../recipes/resumeJob.js";
+import { DEFAULT_RUNS_DIR } from "../../recipes/jobCommon.js";
 import { float, int } from "../common.js";
-import { runLoop } from "../../train/loop.js";
 import { loopOutput, optimizerFlags, type CommonTrainFlags } from "./trainFlags.js";
-import { trainVit, vitCommand, type VitSpec } from "./trainVit.js";
-import { cpuBackend, selectBackend, type Device } from "../../backends/index.js";
+import { vitCommand } from "./trainVit.js";
+import { selectBackend } from "../../backends/index.js";
 import { backendOptions } from "./options.js";
-import { resolveModelPath } from "../../io/discovery/modelNames.js";
 
-type Recipe = "from-scratch" | "warm-start" | "lora";
+type Recipe = LanguageModelRecipe;
 
 interface TrainFlags extends CommonTrainFlags {
   model?: string;
@@ -45,34 +33,16 @@ interface TrainFlags extends CommonTrainFlags {
   merge?: boolean;
 }
 
-/** What a checkpoint records to rebuild its run (state.json "run"). */
-interface RunSpec {
-  recipe: Recipe;
-  flags: TrainFlags;
-  /** The resolved model file (warm-start, lora) and data file, and the data's format. */
-  modelPath?: string;
-  dataPath?: string;
-  dataFormat?: DataFormat;
-}
-
 function targetList(value: string): string[] {
   const t = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
   if (t.length === 0) throw new InvalidArgumentError(`--targets must be a comma-separated list like attn_q,attn_v, got "${value}"`);
   return t;
 }
 
-interface Defaults { steps: number; batch: number; seq: number; lr: number; warmup: number; evalEvery: number; saveEvery: number }
-
-const RECIPE_DEFAULTS: Record<Recipe, Defaults> = {
-  // small (d 128, 4 layers) on the cpu backend: 600 steps of 8 × 128 tokens, ~30 s on 2 cores.
-  "from-scratch": { steps: 600, batch: 8, seq: 128, lr: 3e-3, warmup: 20, evalEvery: 100, saveEvery: 200 },
-  // A pretrained model: the recipes' own learning rates and warmup (src/recipes, docs/cli.md).
-  "warm-start": { steps: DEFAULT_TRAIN_OPTIONS.steps, batch: 4, seq: 64, ...warmStart.defaults, evalEvery: 0, saveEvery: 0 },
-  lora: { steps: DEFAULT_TRAIN_OPTIONS.steps, batch: 4, seq: 64, ...lora.defaults, evalEvery: 0, saveEvery: 0 },
-};
+const RECIPE_DEFAULTS = LANGUAGE_MODEL_DEFAULTS;
 
 /** from-scratch's model when --config is not given, on the cpu backend. */
-const SCRATCH_CLI_CONFIG = "small";
+const SCRATCH_CLI_CONFIG = DEFAULT_JOB_SCRATCH_CONFIG;
 
 /** On the ts reference backend (no native build) the cpu-sized default run would take hours, so
  *  the flags left at their defaults take these instead: tiny, ~300 tokens/s, 2–3 minutes. */
@@ -97,12 +67,12 @@ function trainingFlags(cmd: Command, recipe: Recipe): Command {
     .option("--seed <n>", "random seed (initial weights, data windows)", int("--seed", 0), d.seed)
     .option("--eval-every <n>", "validation loss every n steps (not with --ids; 0: start and end only)", int("--eval-every", 0), r.evalEvery)
     .option("--save-every <n>", "write a checkpoint every n steps (0: only the final one)", int("--save-every", 0), r.saveEvery)
-    .option("--out <dir>", "folder of run bundles (the bundle is DIR/<id>/)", "runs");
+    .option("--out <dir>", "folder of run bundles (the bundle is DIR/<id>/)", DEFAULT_RUNS_DIR);
   if (recipe === "lora") {
     cmd
-      .option("--rank <r>", "adapter rank", int("--rank", 1), 8)
-      .option("--alpha <a>", "adapter scale numerator (W' = W + alpha/rank · B A)", float("--alpha", 0), 16)
-      .option("--targets <list>", "the matrices to adapt, by GGUF name without blk.N. and .weight", targetList, [...DEFAULT_LORA_TARGETS])
+      .option("--rank <r>", "adapter rank", int("--rank", 1), LORA_JOB_DEFAULTS.rank)
+      .option("--alpha <a>", "adapter scale numerator (W' = W + alpha/rank · B A)", float("--alpha", 0), LORA_JOB_DEFAULTS.alpha)
+      .option("--targets <list>", "the matrices to adapt, by GGUF name without blk.N. and .weight", targetList, [...LORA_JOB_DEFAULTS.targets])
       .option("--merge", "also write the merged model (base + adapter) as weights/merged.gguf");
   }
   backendOptions(cmd);
@@ -126,7 +96,7 @@ export function trainCommand(): Command {
     const sub = trainingFlags(new Command(recipe).description(description), recipe);
     sub.action((flags: TrainFlags, command: Command) => {
       if (recipe === "from-scratch") scratchDefaultsForBackend(flags, command);
-      return startRun(recipe, flags);
+      return trainLanguageModel({ ...flags, recipe }, loopOutput(flags.json, "tokens")).then(() => undefined);
     });
     cmd.addCommand(sub.exitOverride().showHelpAfterError());
   }
@@ -142,114 +112,8 @@ function scratchDefaultsForBackend(flags: TrainFlags, command: Command): void {
   }
 }
 
-/** The batch of --ids FILE: input = all but the last id, target = all but the first. */
-export function idsBatch(path: string, nVocab: number): Batch {
-  let ids: unknown;
-  try { ids = JSON.parse(readFileSync(path, "utf8")); } catch (e) { throw new UsageError(`--ids ${path}: cannot read a JSON array (${(e as Error).message})`); }
-  if (!Array.isArray(ids) || ids.length < 2 || ids.some((x) => !Number.isInteger(x) || x < 0 || x >= nVocab)) {
-    throw new UsageError(`--ids ${path}: expected a JSON array of at least 2 token ids in 0..${nVocab - 1}`);
-  }
-  const T = ids.length - 1;
-  return { input: Int32Array.from(ids.slice(0, T)), target: Int32Array.from(ids.slice(1)), batch: 1, seq: T };
-}
-
-function optionsOf(f: TrainFlags): TrainOptions {
-  return {
-    steps: f.steps, lr: f.lr, betas: f.betas, eps: f.eps, weightDecay: f.weightDecay,
-    schedule: f.schedule, warmup: f.warmup, clip: f.clip, accum: f.accum, seed: f.seed,
-  };
-}
-
-/** Build the model of a run: fresh, or from a checkpoint's weights. */
-function realize(spec: RunSpec, backend: Device, ckpt?: Checkpoint): RealizedRun {
-  const options = { ...optionsOf(spec.flags), backend };
-  if (spec.recipe === "lora") {
-    return lora.realize(spec.modelPath!, { ...options, rank: spec.flags.rank!, alpha: spec.flags.alpha!, targets: spec.flags.targets!, adapter: ckpt?.ggufPath });
-  }
-  if (ckpt) return warmStart.realize(ckpt.ggufPath, options);
-  if (spec.recipe === "from-scratch") return fromScratch.realize(spec.flags.config ?? DEFAULT_SCRATCH_CONFIG, options);
-  return warmStart.realize(spec.modelPath!, options);
-}
-
-function startRun(recipe: Recipe, flags: TrainFlags): Promise<void> {
-  if (flags.ids !== undefined && flags.data !== undefined) throw new UsageError("give at most one of --ids FILE or --data FILE");
-  if (flags.dataFormat !== undefined && flags.data === undefined) throw new UsageError("--data-format says how --data FILE is read; give --data FILE too");
-  if (recipe !== "from-scratch" && flags.ids === undefined && flags.data === undefined) throw new UsageError(`toy train ${recipe} needs --ids FILE or --data FILE`);
-  if (recipe !== "from-scratch" && !flags.model) throw new UsageError(`toy train ${recipe} needs --model PATH`);
-  if (recipe === "from-scratch" && !SCRATCH_CONFIGS[flags.config ?? DEFAULT_SCRATCH_CONFIG]) {
-    throw new UsageError(`--config ${flags.config}: unknown (known: ${Object.keys(SCRATCH_CONFIGS).join(", ")})`);
-  }
-  const spec: RunSpec = {
-    recipe, flags,
-    modelPath: flags.model ? resolve(resolveModelPath(flags.model)) : undefined,
-    dataPath: flags.ids !== undefined ? undefined : resolve(flags.data ?? defaultCorpusPath()),
-  };
-  if (flags.ids !== undefined) { flags.ids = resolve(flags.ids); idsBatch(flags.ids, Infinity); } // a bad --ids fails before a bundle exists
-  const label = recipe === "from-scratch" ? `scratch-${flags.config ?? DEFAULT_SCRATCH_CONFIG}` : `${recipe}-${spec.modelPath!.replace(/^.*[\\/]/, "").replace(/\.gguf$/i, "")}`;
-  // The bundle is made once the model and data have loaded, so a bad --data leaves no empty run.
-  return train(spec, () => RunBundle.create(flags.out, label));
-}
-
-function resumeRun(dir: string): Promise<void> {
-  if (!existsSync(dir)) throw new UsageError(`--resume ${dir}: no such run folder`);
-  const bundle = new RunBundle(dir);
-  const ckpt = bundle.latest();
-  if (!ckpt) throw new ToyError(`--resume ${dir}: no complete checkpoint in ${bundle.weights}`);
-  if (ckpt.state.gguf === "final.gguf" || ckpt.state.gguf === "adapter.gguf") {
-    process.stderr.write(`${dir}: the run is already complete (${ckpt.state.step} steps)\n`);
-    return Promise.resolve();
-  }
-  const spec = ckpt.state.run as unknown as RunSpec | VitSpec;
-  if (spec.recipe === "vit") return trainVit(spec, () => bundle, ckpt);
-  return train(spec, () => bundle, ckpt);
-}
-
-/** A pre-tokenized file is memory-mapped when the native addon is there to map it. */
-function fileMapper() {
-  const cpu = cpuBackend();
-  return "error" in cpu ? undefined : cpu.mapFile;
-}
-
-async function train(spec: RunSpec, openBundle: () => RunBundle, ckpt?: Checkpoint): Promise<void> {
-  const { flags } = spec;
-  const backend = selectBackend(flags.backend, { threads: flags.threads });
-  const run = realize(spec, backend, ckpt);
-  const rng = new Rng(flags.seed);
-  let nextBatch: () => Batch;
-  let validation: Batch | null = null;
-  if (flags.ids !== undefined) {
-    const batch = idsBatch(flags.ids, run.config.nVocab);
-    nextBatch = () => batch;
-  } else {
-    // Resolved once and saved with the run, so --resume reads the file the same way.
-    spec.dataFormat ??= dataFormatOf(spec.dataPath!, flags.dataFormat, run.config.nVocab);
-    const encode = (text: string) => tokenizerFromMetadata(run.source.metadata, spec.modelPath ?? "<from-scratch>").encode(text);
-    const all = corpusTokens(spec.dataPath!, spec.dataFormat, run.config.nVocab, encode, fileMapper());
-    ({ nextBatch, validation } = trainingData(all, spec.dataPath!, flags, rng));
-  }
-  if (ckpt) rng.state = ckpt.state.rng;
-  const bundle = openBundle();
-  return runLoop({
-    run, bundle, ckpt, flags, options: optionsOf(flags), backend, unit: "tokens",
-    start: {
-      recipe: spec.recipe, model: spec.modelPath ?? `${flags.config ?? DEFAULT_SCRATCH_CONFIG} (from scratch)`,
-      data: flags.ids ?? spec.dataPath, ...(spec.dataFormat ? { data_format: spec.dataFormat } : {}), config: run.config,
-      ...(spec.recipe === "lora" ? { lora: { rank: flags.rank, alpha: flags.alpha, targets: flags.targets } } : {}),
-    },
-    nextBatch: () => Array.from({ length: flags.accum }, nextBatch),
-    samplerState: () => rng.state,
-    evaluate: validation && (() => {
-      const loss = run.trainer.evaluate(validation);
-      return { fields: { val_loss: loss }, text: `validation loss ${loss.toFixed(4)}` };
-    }),
-    saveInitial: spec.recipe === "from-scratch",
-    finalName: spec.recipe === "lora" ? "adapter.gguf" : "final.gguf",
-    afterFinal: (log) => {
-      if (spec.recipe !== "lora" || !flags.merge) return;
-      const merged = join(bundle.weights, "merged.gguf");
-      (run as ReturnType<typeof lora.realize>).saveMerged(merged);
-      log.emit({ event: "checkpoint", step: flags.steps, path: merged, merged: true });
-    },
-    spec: spec as unknown as Record<string, unknown>,
-  }, loopOutput(flags.json, "tokens"));
+/** Continue a run; one that already finished is left as it is, with a line that says so. */
+async function resumeRun(dir: string): Promise<void> {
+  const r = await resumeTraining(dir, (job) => loopOutput((job.flags as { json?: boolean }).json, job.recipe === "vit" ? "images" : "tokens"));
+  if (r.stepsRun === 0) process.stderr.write(`${dir}: the run is already complete (${r.steps} steps)\n`);
 }
