@@ -141,6 +141,19 @@ static void NAME(att_chunks)(void *p, int64_t item, int ith) {
   NAME(att_partial)(a, t, kh, j0, j1, part, scratch);
 }
 
+// A batch of sequences (k_attention_batch): item → (segment, its own item number), then the
+// one-sequence bodies above on that segment's att_t, so every row is computed as it is alone.
+static void NAME(attb_rows)(void *p, int64_t item, int ith) {
+  const attb_t *b = p;
+  const int64_t s = attb_segment(b, item);
+  NAME(att_rows)((void *)&b->segs[s], item - b->first[s], ith);
+}
+static void NAME(attb_chunks)(void *p, int64_t item, int ith) {
+  const attb_t *b = p;
+  const int64_t s = attb_segment(b, item);
+  NAME(att_chunks)((void *)&b->segs[s], item - b->first[s], ith);
+}
+
 // n floats (whole rows) as `type`, the encoders of ggml: F16 rounds to nearest even (as F16C);
 // Q8_0 per block of 32: d = amax / 127, q = round(x · (1/d)) half away from zero, d stored as F16.
 static void NAME(kv_store)(const float *x, int64_t n, int type, uint8_t *dst) {
