@@ -135,6 +135,7 @@ int k_attention_batch(const float *q, int type, int64_t nSeg, const toy_att_seg_
                       float scale, float softcap, int64_t window, int causal, float *out) {
   static void *segBuf = NULL, *firstBuf = NULL;
   static size_t segCap = 0, firstCap = 0;
+  if (nSeg <= 0) return 1;
   att_t *a = batch_buffer(&segBuf, &segCap, (size_t)nSeg * sizeof(att_t));
   int64_t *first = batch_buffer(&firstBuf, &firstCap, (size_t)(nSeg + 1) * sizeof(int64_t));
   if (!a || !first) return 0;

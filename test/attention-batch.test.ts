@@ -97,6 +97,7 @@ test("attentionBatch: bad arguments throw instead of crashing", { skip }, () => 
   const call = (segs: number[], keys: Uint8Array[], values = keys) =>
     cpu.addon.attentionBatch(q, 1, Int32Array.from(segs), keys, values, nH, nKV, hd, 0.125, 0, 0, 1, out);
   call([0, 1, 9, 10, 1, 1, 9, 10], [k, k]); // fits
+  call([], []); // no sequences: nothing to do
   assert.throws(() => call([0, 1, 9, 11], [k]), /does not fit/); // more keys than the cache holds
   assert.throws(() => call([1, 2, 8, 10], [k]), /does not fit/); // rows past q
   assert.throws(() => call([0, 1, 9, 10, 1, 1, 9, 10], [k]), /arrays of 2 caches/);
