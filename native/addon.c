@@ -185,6 +185,51 @@ static napi_value js_kv_store(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// attentionBatch(q, kvType, segs, keys, values, nHeads, nKVHeads, headDim, scale, softcap, window, causal, out):
+// segs an Int32Array of [start, T, pos0, nKeys] per sequence, keys / values arrays of that
+// sequence's cache bytes (Uint8Array).
+#define MAX_ATT_SEGS 4096
+static napi_value js_attention_batch(napi_env env, napi_callback_info info) {
+  ARGS(13);
+  F32A(0, q); INT(1, type); I32A(2, segs); INT(5, nHeads); INT(6, nKV); INT(7, headDim);
+  FLT(8, scale); FLT(9, softcap); INT(10, window); INT(11, causal); F32A(12, out);
+  NEED(nHeads > 0 && nKV > 0 && nHeads % nKV == 0 && headDim > 0, "attentionBatch: bad shape");
+  const size_t rb = kv_row_bytes((int)type, nKV * headDim);
+  NEED(rb && kv_row_bytes((int)type, headDim), "attentionBatch: KV type %lld with head size %lld is not a KV-cache type (f32, f16, q8_0 with head size a multiple of 32)", (long long)type, (long long)headDim);
+  NEED(segs.len % 4 == 0 && segs.len / 4 <= MAX_ATT_SEGS, "attentionBatch: segs must hold [start, T, pos0, nKeys] for at most %d sequences", MAX_ATT_SEGS);
+  const int64_t nSeg = (int64_t)segs.len / 4, width = nHeads * headDim;
+  uint32_t nk = 0, nv = 0;
+  bool isArr;
+  NEED(napi_is_array(env, argv[3], &isArr) == napi_ok && isArr && napi_get_array_length(env, argv[3], &nk) == napi_ok &&
+       napi_is_array(env, argv[4], &isArr) == napi_ok && isArr && napi_get_array_length(env, argv[4], &nv) == napi_ok &&
+       nk == (uint32_t)nSeg && nv == (uint32_t)nSeg, "attentionBatch: keys and values must be arrays of %lld caches", (long long)nSeg);
+  static toy_att_seg_t sg[MAX_ATT_SEGS];
+  const int32_t *d = segs.data;
+  pthread_mutex_lock(&call_mu); // sg is shared
+  for (int64_t s = 0; s < nSeg; s++) {
+    napi_value kv, vv;
+    arr_t k, v;
+    if (napi_get_element(env, argv[3], (uint32_t)s, &kv) != napi_ok || napi_get_element(env, argv[4], (uint32_t)s, &vv) != napi_ok ||
+        !get_arr(env, kv, napi_uint8_array, &k, "attentionBatch keys") || !get_arr(env, vv, napi_uint8_array, &v, "attentionBatch values")) {
+      pthread_mutex_unlock(&call_mu);
+      return NULL;
+    }
+    const int64_t start = d[4 * s], T = d[4 * s + 1], pos0 = d[4 * s + 2], nKeys = d[4 * s + 3];
+    if (!(start >= 0 && T >= 0 && pos0 >= 0 && nKeys >= 0 && (size_t)((start + T) * width) <= q.len && (size_t)((start + T) * width) <= out.len &&
+          k.len >= (size_t)nKeys * rb && v.len >= (size_t)nKeys * rb)) {
+      pthread_mutex_unlock(&call_mu);
+      FAIL("attentionBatch: sequence %lld (start %lld, T %lld, pos0 %lld, nKeys %lld) does not fit q/out (%zu values) or its cache (%zu bytes)",
+           (long long)s, (long long)start, (long long)T, (long long)pos0, (long long)nKeys, q.len, k.len);
+    }
+    const toy_att_seg_t one = { k.data, v.data, start, T, pos0, nKeys };
+    sg[s] = one;
+  }
+  const int ok = k_attention_batch(q.data, (int)type, nSeg, sg, nHeads, nKV, headDim, scale, softcap, window, (int)causal, out.data);
+  pthread_mutex_unlock(&call_mu);
+  NEED(ok, "attentionBatch: out of memory");
+  return NULL;
+}
+
 static napi_value js_attention(napi_env env, napi_callback_info info) {
   ARGS(15);
   F32A(0, q); BYTES(1, k); BYTES(2, v); INT(3, type); INT(4, T); INT(5, pos0); INT(6, nKeys); INT(7, nHeads); INT(8, nKV); INT(9, headDim);
@@ -516,7 +561,7 @@ NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
 #define FN(name, f) { name, NULL, f, NULL, NULL, NULL, napi_default, NULL }
     FN("matmul", js_matmul), FN("matmulPacked", js_matmul_packed), FN("repack", js_repack), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("layerNorm", js_layer_norm),
-    FN("rope", js_rope), FN("attention", js_attention), FN("storeKV", js_kv_store), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
+    FN("rope", js_rope), FN("attention", js_attention), FN("attentionBatch", js_attention_batch), FN("storeKV", js_kv_store), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
     FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("dequantize", js_dequantize),
     FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),
     FN("readBandwidth", js_read_bandwidth), FN("gemm", js_gemm), FN("attentionTrain", js_attention_train),

@@ -41,6 +41,20 @@ static inline void att_finish(const att_t *a, int64_t t, int64_t h, const float 
   for (int64_t i = 0; i < a->headDim; i++) o[i] = run[2 + i] / run[1];
 }
 
+/** Several sequences in one call: segs[s] is one sequence's att_t; its items are numbered
+ *  first[s] .. first[s + 1] − 1 of the batch's. */
+typedef struct { const att_t *segs; const int64_t *first; int64_t nSeg; } attb_t;
+
+/** The segment that batch item `item` belongs to (binary search over first[]). */
+static inline int64_t attb_segment(const attb_t *b, int64_t item) {
+  int64_t lo = 0, hi = b->nSeg - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (b->first[mid] <= item) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
 #define IMPL_HEADER "attention_impl.h"
 #include "isa_variants.h"
 
@@ -100,4 +114,71 @@ void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, i
   const int64_t items = T * nKV;
   if (items * nKeys * headDim < 32768) for (int64_t i = 0; i < items; i++) PICK(att_rows)(&a, i, 0);
   else pool_for(PICK(att_rows), &a, items);
+}
+
+// A growing buffer kept between calls (kernels run one at a time: the addon's lock).
+static void *batch_buffer(void **buf, size_t *cap, size_t need) {
+  if (need > *cap) {
+    free(*buf);
+    *buf = malloc(need);
+    *cap = *buf ? need : 0;
+  }
+  return *buf;
+}
+
+// Attention of several sequences' rows, each over its own cache, in one call (a server's batch
+// of one decode row per conversation plus prompt chunks): one pool job for all of them instead
+// of one per sequence. Each (row, KV head) — or (row, KV head, chunk) — is computed by the
+// one-sequence code above on that sequence's att_t, and chunks merge in ascending order, so a
+// row gets the bits k_attention gives it alone, whatever the other sequences.
+int k_attention_batch(const float *q, int type, int64_t nSeg, const toy_att_seg_t *segs, int64_t nHeads, int64_t nKV, int64_t headDim,
+                      float scale, float softcap, int64_t window, int causal, float *out) {
+  static void *segBuf = NULL, *firstBuf = NULL;
+  static size_t segCap = 0, firstCap = 0;
+  if (nSeg <= 0) return 1;
+  att_t *a = batch_buffer(&segBuf, &segCap, (size_t)nSeg * sizeof(att_t));
+  int64_t *first = batch_buffer(&firstBuf, &firstCap, (size_t)(nSeg + 1) * sizeof(int64_t));
+  if (!a || !first) return 0;
+  const int64_t g = nHeads / nKV, stride = headDim + 2, rowBytes = (int64_t)kv_row_bytes(type, nKV * headDim);
+  int64_t rowItems = 0, chunkItems = 0, work = 0, maxChunks = 0;
+  for (int64_t s = 0; s < nSeg; s++) {
+    const toy_att_seg_t *sg = &segs[s];
+    const int64_t off = sg->start * nHeads * headDim;
+    const att_t one = { q + off, sg->k, sg->v, type, rowBytes, (int64_t)kv_row_bytes(type, headDim),
+                        sg->T, sg->pos0, sg->nKeys, nHeads, nKV, headDim, scale, softcap, window, causal, out + off, 0, NULL };
+    a[s] = one;
+    const int64_t span = window > 0 && window < sg->nKeys ? window : sg->nKeys;
+    a[s].nChunks = span > 0 ? (span + ATT_CHUNK - 1) / ATT_CHUNK : 1;
+    if (a[s].nChunks > maxChunks) maxChunks = a[s].nChunks;
+    rowItems += sg->T * nKV;
+    chunkItems += sg->T * nKV * a[s].nChunks;
+    work += sg->T * nKV * sg->nKeys * headDim;
+  }
+  // Few rows over long caches: split them over positions too, so that every thread has work
+  // (either way gives the same bits; this only decides how the work is cut).
+  const size_t need = (size_t)(chunkItems * g * stride) * sizeof(float);
+  float *parts = maxChunks > 1 && rowItems < 8 * (int64_t)pool_threads() && need <= SPLIT_MAX_BYTES ? split_parts(need) : NULL;
+  attb_t b = { a, first, nSeg };
+  int64_t n = 0;
+  for (int64_t s = 0; s < nSeg; s++) {
+    first[s] = n;
+    if (parts) { a[s].parts = parts + n * g * stride; n += a[s].T * nKV * a[s].nChunks; }
+    else n += a[s].T * nKV;
+  }
+  first[nSeg] = n;
+  const toy_chunk_fn fn = parts ? PICK(attb_chunks) : PICK(attb_rows);
+  if (work < 32768) for (int64_t i = 0; i < n; i++) fn(&b, i, 0);
+  else pool_for(fn, &b, n);
+  if (!parts) return 1;
+  // Merge each row's chunks in ascending order, as the whole-row path does.
+  float *run = pool_scratch(0, 1, (size_t)stride * sizeof(float));
+  for (int64_t s = 0; s < nSeg; s++)
+    for (int64_t t = 0; t < a[s].T; t++)
+      for (int64_t kh = 0; kh < nKV; kh++)
+        for (int64_t h = 0; h < g; h++) {
+          run[1] = 0.0f;
+          for (int64_t c = 0; c < a[s].nChunks; c++) PICK(att_merge)(run, a[s].parts + ((t * nKV + kh) * a[s].nChunks + c) * g * stride + h * stride, headDim);
+          att_finish(&a[s], t, kh * g + h, run);
+        }
+  return 1;
 }

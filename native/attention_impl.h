@@ -63,9 +63,10 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 /**
  * The partial softmax of query row t, for the `group` query heads of KV head kh, over keys
  * [j0, j1): per head, part = { m: max score, s: Σ e^(score − m), acc[hd]: Σ e^(score − m) v }.
- * scratch: group · ATT_CHUNK scores + hd floats for a converted row.
+ * scratch: group · ATT_CHUNK scores + hd floats for a converted row; vbuf: ATT_CHUNK · hd floats
+ * for the chunk's value rows (the AVX2 path converts them once for all heads of the group).
  */
-static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0, int64_t j1, float *part, float *scratch) {
+static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0, int64_t j1, float *part, float *scratch, float *vbuf) {
   const int64_t hd = a->headDim, g = a->nHeads / a->nKV, n = j1 - j0, stride = hd + 2;
   float *scores = scratch, *tmp = scratch + g * ATT_CHUNK;
   const float *q = a->q + (t * a->nHeads + kh * g) * hd;
@@ -90,6 +91,43 @@ static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0,
     p[0] = max; p[1] = sum;
     memset(p + 2, 0, hd * sizeof(float));
   }
+#if IMPL_AVX2
+  if (hd % 8 == 0) {
+    // Each head's weighted sum of values kept in registers over the chunk's keys, 8 vectors at a
+    // time: per output value the same fused multiply-adds in the same order as the loop below
+    // (the same bits), without storing and reloading the sums after every key.
+    const float *vr[ATT_CHUNK];
+    for (int64_t j = 0; j < n; j++) vr[j] = NAME(kv_row)(a->v + (j0 + j) * a->rowBytes + kh * a->headBytes, a->type, hd, vbuf + j * hd);
+    for (int64_t h = 0; h < g; h++) {
+      const float *e = scores + h * ATT_CHUNK;
+      float *o = part + h * stride + 2;
+      int64_t i = 0;
+      for (; i + 64 <= hd; i += 64) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+        for (int64_t j = 0; j < n; j++) {
+          const __m256 ev = _mm256_set1_ps(e[j]);
+          const float *x = vr[j] + i;
+          s0 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x), s0);
+          s1 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 8), s1);
+          s2 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 16), s2);
+          s3 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 24), s3);
+          s4 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 32), s4);
+          s5 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 40), s5);
+          s6 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 48), s6);
+          s7 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 56), s7);
+        }
+        _mm256_storeu_ps(o + i, s0); _mm256_storeu_ps(o + i + 8, s1); _mm256_storeu_ps(o + i + 16, s2); _mm256_storeu_ps(o + i + 24, s3);
+        _mm256_storeu_ps(o + i + 32, s4); _mm256_storeu_ps(o + i + 40, s5); _mm256_storeu_ps(o + i + 48, s6); _mm256_storeu_ps(o + i + 56, s7);
+      }
+      for (; i < hd; i += 8) {
+        __m256 s = _mm256_setzero_ps();
+        for (int64_t j = 0; j < n; j++) s = _mm256_fmadd_ps(_mm256_set1_ps(e[j]), _mm256_loadu_ps(vr[j] + i), s);
+        _mm256_storeu_ps(o + i, s);
+      }
+    }
+    return;
+  }
+#endif
   for (int64_t j = 0; j < n; j++) {
     const float *v = NAME(kv_row)(a->v + (j0 + j) * a->rowBytes + kh * a->headBytes, a->type, hd, tmp);
     for (int64_t h = 0; h < g; h++) NAME(att_axpy)(part + h * stride + 2, scores[h * ATT_CHUNK + j], v, hd);
@@ -114,14 +152,14 @@ static void NAME(att_merge)(float *run, const float *part, int64_t hd) {
 static void NAME(att_rows)(void *p, int64_t item, int ith) {
   const att_t *a = p;
   const int64_t t = item / a->nKV, kh = item % a->nKV, hd = a->headDim, g = a->nHeads / a->nKV, stride = hd + 2;
-  float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd + 2 * g * stride) * sizeof(float));
-  float *part = scratch + g * ATT_CHUNK + hd, *run = part + g * stride;
+  float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd + 2 * g * stride + ATT_CHUNK * hd) * sizeof(float));
+  float *part = scratch + g * ATT_CHUNK + hd, *run = part + g * stride, *vbuf = run + g * stride;
   for (int64_t h = 0; h < g; h++) run[h * stride + 1] = 0.0f;
   int64_t first, last;
   att_range(a, t, &first, &last);
   for (int64_t j0 = first; j0 <= last; j0 += ATT_CHUNK) {
     const int64_t j1 = j0 + ATT_CHUNK <= last + 1 ? j0 + ATT_CHUNK : last + 1;
-    NAME(att_partial)(a, t, kh, j0, j1, part, scratch);
+    NAME(att_partial)(a, t, kh, j0, j1, part, scratch, vbuf);
     for (int64_t h = 0; h < g; h++) NAME(att_merge)(run + h * stride, part + h * stride, hd);
   }
   for (int64_t h = 0; h < g; h++) att_finish(a, t, kh * g + h, run + h * stride);
@@ -137,8 +175,21 @@ static void NAME(att_chunks)(void *p, int64_t item, int ith) {
   att_range(a, t, &first, &last);
   const int64_t j0 = first + c * ATT_CHUNK, j1 = j0 + ATT_CHUNK <= last + 1 ? j0 + ATT_CHUNK : last + 1;
   if (j1 <= j0) { for (int64_t h = 0; h < g; h++) part[h * (hd + 2) + 1] = 0.0f; return; }
-  float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd) * sizeof(float));
-  NAME(att_partial)(a, t, kh, j0, j1, part, scratch);
+  float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd + ATT_CHUNK * hd) * sizeof(float));
+  NAME(att_partial)(a, t, kh, j0, j1, part, scratch, scratch + g * ATT_CHUNK + hd);
+}
+
+// A batch of sequences (k_attention_batch): item → (segment, its own item number), then the
+// one-sequence bodies above on that segment's att_t, so every row is computed as it is alone.
+static void NAME(attb_rows)(void *p, int64_t item, int ith) {
+  const attb_t *b = p;
+  const int64_t s = attb_segment(b, item);
+  NAME(att_rows)((void *)&b->segs[s], item - b->first[s], ith);
+}
+static void NAME(attb_chunks)(void *p, int64_t item, int ith) {
+  const attb_t *b = p;
+  const int64_t s = attb_segment(b, item);
+  NAME(att_chunks)((void *)&b->segs[s], item - b->first[s], ith);
 }
 
 // n floats (whole rows) as `type`, the encoders of ggml: F16 rounds to nearest even (as F16C);

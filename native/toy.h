@@ -53,6 +53,13 @@ void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDi
  *  `type` (T_F32, T_F16 or T_Q8_0); attention.c. */
 void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, int64_t T, int64_t pos0, int64_t nKeys, int64_t nHeads,
                  int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out);
+/** One sequence of a batched attention call: its rows [start, start + T) of q and out, at
+ *  positions pos0.. over the first nKeys rows of its own cache k, v. */
+typedef struct { const uint8_t *k, *v; int64_t start, T, pos0, nKeys; } toy_att_seg_t;
+/** k_attention for each of nSeg sequences in one call (one pool job; each row gets the bits
+ *  k_attention gives it). Returns 0 when out of memory (nothing written). */
+int k_attention_batch(const float *q, int type, int64_t nSeg, const toy_att_seg_t *segs, int64_t nHeads, int64_t nKV, int64_t headDim,
+                      float scale, float softcap, int64_t window, int causal, float *out);
 /** n floats (whole rows) written as KV-cache type `type` into dst (ggml's F16 / Q8_0 encoders). */
 void k_kv_store(const float *x, int64_t n, int type, uint8_t *dst);
 /** Bytes of one KV-cache row of n values of `type` (0: not a KV-cache type, or n not a whole number of blocks). */

@@ -79,4 +79,28 @@ describe("Scheduler", { skip: fx.skip }, () => {
     assert.equal(a.tokens.length, 20);
     assert.equal(b.tokens.length, 5, "a queued request was accepted: it runs too");
   });
+
+  test("requests arriving over several turns of the event loop start in the same tick; endless arrivals do not stall it", async () => {
+    const m = model();
+    const { spy, batches } = recording(m);
+    // As the server counts them: a request taken in since the scheduler last asked.
+    let arrivals = 0, seen = 0;
+    const arriving = () => { const changed = arrivals !== seen; seen = arrivals; return changed; };
+    const s = new Scheduler(spy, { parallel: 4, queueSize: 4, contextSize: 256, batchTokens: 64, arriving });
+    const prompts = [[1, 9, 8, 7, 6], [1, 30, 31], [1, 50, 51, 52]];
+    const turn = () => new Promise<void>((r) => setImmediate(r));
+    const submitted: Promise<JobResult>[] = [];
+    for (const p of prompts) {
+      arrivals++;
+      submitted.push(s.submit(job(p, 3)));
+      await turn(); // the next request comes one turn of the event loop later
+    }
+    await Promise.all(submitted);
+    assert.deepEqual(batches[0], [5, 3, 4], "all three prompts in the first tick");
+
+    // A server that keeps taking in connections: each tick still runs, after a bounded wait.
+    const flood = new Scheduler(m, { parallel: 2, queueSize: 2, contextSize: 256, arriving: () => true });
+    const r = await flood.submit(job([1, 9, 8], 4));
+    assert.equal(r.tokens.length, 4);
+  });
 });

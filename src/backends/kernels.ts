@@ -30,6 +30,17 @@ export interface KVRows {
   bytes: Uint8Array;
 }
 
+/** One sequence of a batched attention call: rows [start, start + length) of q and out, at
+ *  positions pos0.., attending to the first nKeys rows of its own cached k and v. */
+export interface AttentionSegment {
+  k: KVRows;
+  v: KVRows;
+  start: number;
+  length: number;
+  pos0: number;
+  nKeys: number;
+}
+
 export interface Kernels {
   readonly device: Device;
 
@@ -59,6 +70,13 @@ export interface Kernels {
    * out: [T, nHeads, headDim].
    */
   attention(q: Float32Array, k: KVRows, v: KVRows, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number, opts: AttentionOptions, out: Float32Array): void;
+
+  /**
+   * Optional: `attention` for several sequences (each over its own cache, all of one KV type) in
+   * one call, so a batch pays one dispatch per layer instead of one per sequence. Each row must
+   * get exactly the bits `attention` gives it alone. q, out: [rows, nHeads, headDim].
+   */
+  attentionBatch?(q: Float32Array, segments: readonly AttentionSegment[], nHeads: number, nKVHeads: number, headDim: number, opts: AttentionOptions, out: Float32Array): void;
 
   /** Write x (whole rows of cached keys or values) as `type` into dst from byte `byteOffset`
    *  (ggml's encoders: F16 rounds to nearest even; Q8_0 d = amax/127, q = round(x / d)). */

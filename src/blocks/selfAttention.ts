@@ -1,8 +1,8 @@
 // Multi-head self-attention with grouped KV heads, RoPE and (inference) a KV cache:
 //   q, k, v = x W_qᵀ, x W_kᵀ, x W_vᵀ;  q, k = rope(q), rope(k);  out = attention(q, K, V) W_oᵀ
 
-import type { AttentionOptions, KVRows } from "../backends/kernels.js";
-import { attention } from "../primitives/index.js";
+import type { AttentionOptions, AttentionSegment, KVRows } from "../backends/kernels.js";
+import { attention, attentionSegments } from "../primitives/index.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { Segment } from "./kvCache.js";
 import type { Ops, RopeSpec, Value } from "./ops.js";
@@ -61,6 +61,17 @@ export function selfAttention<X extends Value>(ops: Ops<X>, x: X, n: BlockNames,
  */
 export function attendThroughCache(q: Tensor, k: Tensor, v: Tensor, segments: readonly Segment[], layer: number, kvHeads: number, opts: AttentionOptions): Tensor {
   const [T, heads, headDim] = q.shape, width = kvHeads * headDim;
+  if (segments.every((s) => s.cache)) {
+    // Every sequence has a cache (decoding, a server's batch): store each one's keys and values,
+    // then one attention call for all of them.
+    const parts: AttentionSegment[] = segments.map(({ cache, start, length, pos0 }) => {
+      const kv = cache!.layers[layer];
+      kv.write(pos0, k.sliceRows(start, start + length), v.sliceRows(start, start + length));
+      // The cache's row 0 holds position kv.base (> 0 on a sliding-window layer that dropped old keys).
+      return { k: kv.keys, v: kv.values, start, length, pos0: pos0 - kv.base, nKeys: pos0 + length - kv.base };
+    });
+    return attentionSegments(q, parts, kvHeads, opts);                 // [T, heads · headDim]
+  }
   const a = q.like([T, heads * headDim]);                              // [T, heads · headDim]
   for (const { cache, start, length, pos0 } of segments) {
     let out: Tensor;

@@ -2,7 +2,7 @@ export { matmul } from "./matmul.js";
 export { embedding } from "./embedding.js";
 export { rmsNorm, layerNorm } from "./norm.js";
 export { rope, ropeInvFreq, type RopeConfig } from "./rope.js";
-export { attention } from "./attention.js";
+export { attention, attentionSegments } from "./attention.js";
 export { storeKV } from "./storeKV.js";
 export { swiglu, geglu, gelu } from "./activation.js";
 export { add } from "./arith.js";

@@ -56,9 +56,23 @@ export interface SchedulerOptions {
    * per tick whatever the number of generating requests.
    */
   batchTokens?: number;
+  /**
+   * Whether the server took in connections or requests since it was last asked. While it did,
+   * the next tick waits for one more turn of the event loop (at most MAX_ARRIVAL_TURNS in a row),
+   * so that requests sent together are read and start together.
+   */
+  arriving?: () => boolean;
 }
 
-export const DEFAULT_BATCH_TOKENS = 128;
+/**
+ * Node accepts one new connection per turn of the event loop, and a tick blocks the loop: 16
+ * clients connecting at once were admitted one per tick, the last after 16 ticks (its first
+ * token ~1 s late at 16 clients). Letting the loop turn while connections keep arriving admits
+ * them all before the next tick; the bound keeps a flood of connections from stalling the others.
+ */
+const MAX_ARRIVAL_TURNS = 64;
+
+export const DEFAULT_BATCH_TOKENS = 64;
 
 interface Active {
   job: Job;
@@ -115,6 +129,8 @@ export class Scheduler {
   private slots: Slot[];
   private queue: Waiting[] = [];
   private ticking = false;
+  /** Event-loop turns the next tick has waited for arriving requests. */
+  private arrivalTurns = 0;
   private closed = false;
   private draining = false;
   private admitted = 0;
@@ -253,6 +269,12 @@ export class Scheduler {
 
   /** One batched forward: a token for every generating request, then prompt rows within the budget. */
   private tick(): void {
+    if (this.opts.arriving?.() && this.arrivalTurns < MAX_ARRIVAL_TURNS) {
+      this.arrivalTurns++;
+      setImmediate(() => this.tick());
+      return;
+    }
+    this.arrivalTurns = 0;
     this.ticking = false;
     const rows = this.plan();
     if (rows.length > 0) {

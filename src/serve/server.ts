@@ -64,8 +64,15 @@ export interface ToyServer {
 
 export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: ServeOptions): ToyServer {
   const template = chatTemplateFor(model.file.metadata, tokenizer);
+  /** Connections and requests taken in, and the count the scheduler saw last (Scheduler's `arriving`). */
+  let arrivals = 0, arrivalsSeen = 0;
   const scheduler = new Scheduler(model, {
     parallel: opts.parallel, queueSize: opts.queueSize, contextSize: opts.contextSize, batchTokens: opts.batchTokens,
+    arriving: () => {
+      const changed = arrivals !== arrivalsSeen;
+      arrivalsSeen = arrivals;
+      return changed;
+    },
   });
   const metrics = serveMetrics(scheduler, opts.name);
   let warm = false;
@@ -82,6 +89,8 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
   });
 
+  app.server.on("connection", () => arrivals++);
+
   app.setErrorHandler((e, _req, reply) => {
     const err = fromFrameworkError(e);
     void reply.status(err.status).send(err.body());
@@ -96,6 +105,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     const route = req.routeOptions.url ?? "unknown";
     const generating = req.method === "POST" && route.startsWith("/v1/");
     if (generating) inFlight++;
+    arrivals++;
     reply.raw.once("close", () => {
       metrics.request(route, reply.raw.statusCode);
       if (generating && --inFlight === 0) for (const w of inFlightWaiters.splice(0)) w();

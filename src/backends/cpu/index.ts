@@ -83,6 +83,12 @@ function cpuKernels(a: NativeAddon): Kernels {
       a.rope(x, T, nHeads, headDim, ropeDims, positions, invFreq, style === "neox" ? 1 : 0),
     attention: (q, k, v, T, pos0, nKeys, nHeads, nKVHeads, headDim, o, out) =>
       a.attention(q, k.bytes, v.bytes, KV_TYPE_ID[k.type], T, pos0, nKeys, nHeads, nKVHeads, headDim, o.scale, o.softcap, o.window, o.causal ? 1 : 0, out),
+    attentionBatch: (q, segs, nHeads, nKVHeads, headDim, o, out) => {
+      const desc = new Int32Array(segs.length * 4);
+      segs.forEach((s, i) => desc.set([s.start, s.length, s.pos0, s.nKeys], i * 4));
+      a.attentionBatch(q, KV_TYPE_ID[segs[0].k.type], desc, segs.map((s) => s.k.bytes), segs.map((s) => s.v.bytes), nHeads, nKVHeads, headDim,
+        o.scale, o.softcap, o.window, o.causal ? 1 : 0, out);
+    },
     storeKV: (x, type, dst, off) => a.storeKV(x, KV_TYPE_ID[type], dst, off),
     swiglu: (g, u, out) => a.swiglu(g, u, out),
     geglu: (g, u, out) => a.geglu(g, u, out),

@@ -13,6 +13,12 @@ export interface NativeAddon {
   /** kvType: ggml's id of the cache's type (0 f32, 1 f16, 8 q8_0). */
   attention(q: Float32Array, k: Uint8Array, v: Uint8Array, kvType: number, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number,
     scale: number, softcap: number, window: number, causal: number, out: Float32Array): void;
+  /**
+   * attention for several sequences in one call: segs holds [start, T, pos0, nKeys] per sequence
+   * (its rows of q and out), keys[s] / values[s] its cache; each row gets the bits attention gives it alone.
+   */
+  attentionBatch(q: Float32Array, kvType: number, segs: Int32Array, keys: Uint8Array[], values: Uint8Array[], nHeads: number, nKVHeads: number, headDim: number,
+    scale: number, softcap: number, window: number, causal: number, out: Float32Array): void;
   /** x as KV-cache rows of type kvType (0 f32, 1 f16, 8 q8_0), written into dst from byte dstOffset. */
   storeKV(x: Float32Array, kvType: number, dst: Uint8Array, dstOffset: number): void;
   swiglu(gate: Float32Array, up: Float32Array, out: Float32Array): void;
