@@ -7,15 +7,14 @@ import { GRID_WGSL, type Recorder } from "./runtime.js";
 const ROW_SUM = /* wgsl */ `
 var<workgroup> partial: array<f32, 64>;
 fn row_sum(v: f32, tid: u32) -> f32 {
+  workgroupBarrier();   // every thread has read the previous sum
   partial[tid] = v;
   workgroupBarrier();
   for (var s = 32u; s > 0u; s >>= 1u) {
     if (tid < s) { partial[tid] += partial[tid + s]; }
     workgroupBarrier();
   }
-  let total = partial[0];
-  workgroupBarrier();   // partial is reused by the next sum
-  return total;
+  return partial[0];
 }
 `;
 
