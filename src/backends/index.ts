@@ -48,7 +48,9 @@ export async function prepareBackend(device: string | undefined): Promise<void> 
 
 /** The opened WebGPU device (after `await prepareBackend("webgpu")`). */
 export function webgpuRuntime(): GpuRuntime {
-  if (!gpu) throw new BackendError('the webgpu backend is not open: call await prepareBackend("webgpu") before loading a model for it');
+  if (!gpu) {
+    throw new BackendError('the webgpu backend is not open here: the toy commands infer and eval run on webgpu (serve and train not yet); a program calls await prepareBackend("webgpu") before loading a model');
+  }
   return gpu;
 }
 
