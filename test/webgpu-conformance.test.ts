@@ -2,10 +2,13 @@
 // conformance tests use (test/conformance.test.ts): prompt logits (top-16 and logsumexp), top-1
 // at every prompt position, the greedy continuation (generateAsync), the same bits on a second
 // run, greedy argmax on the GPU, an f16 KV cache, and what webgpu refuses (MoE, a q8_0 cache).
-// SmolLM2-135M runs only with TOY_SLOW=1 (llvmpipe is slow). Skips without fixtures or adapter.
+// SmolLM2-135M and Gemma 3 270M run only with TOY_SLOW=1 (llvmpipe is slow). Skips without
+// fixtures or adapter.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { loadModel } from "../src/archs/index.js";
 import { generateAsync } from "../src/engines/generate.js";
@@ -46,6 +49,26 @@ for (const name of MODELS) {
     console.log(`# ${name} webgpu: greedy equal for ${n}/${ref.greedy.length} steps`);
   });
 }
+
+// Gemma 3 270M: its token embedding (262,144 rows) is larger than llvmpipe's 128 MiB storage
+// binding, so it runs split into parts; sliding-window and global layers, Q5_0/Q8_0/Q4_K/Q6_K.
+const GEMMA3 = "gemma-3-270m-q4_k_m";
+const gemma3Path = process.env.TOY_GEMMA3 ?? join(homedir(), ".cache", "toy-fixtures", `${GEMMA3}.gguf`);
+const gemma3Skip = skip || (!existsSync(gemma3Path) ? `SKIPPED: Gemma 3 270M not found at ${gemma3Path}`
+  : process.env.TOY_SLOW !== "1" ? "SKIPPED: Gemma 3 270M on webgpu takes ~4 CPU-minutes on llvmpipe; set TOY_SLOW=1 to run it" : false);
+test("Gemma 3 270M on webgpu matches exact math (short prompt)", { skip: gemma3Skip }, async () => {
+  const tol = tolerance(GEMMA3, "webgpu");
+  const ref = loadRef(fx.dir, tol.engine, GEMMA3)!;
+  const model = loadModel(gemma3Path, "webgpu");
+  const logits = await model.forwardAsync!(Int32Array.from(ref.prompt), model.newCache(ref.prompt.length), "all");
+  const row = (i: number) => logits.data.subarray(i * model.nVocab, (i + 1) * model.nVocab);
+  const err = maxLogitError(ref, row, (i) => logSumExp(row(i)));
+  console.log(`# Gemma 3 webgpu vs ${tol.engine}: max |Δlogit| ${err.toExponential(2)} (tolerance ${tol.logits})`);
+  assert.ok(err <= tol.logits, `Gemma 3 on webgpu: max |Δlogit| ${err} > ${tol.logits}`);
+  assertTop1(ref, row, tol.margin, "Gemma 3 webgpu");
+  const out = await generateAsync(model, ref.prompt, { maxTokens: ref.greedy.length, sampling: greedy });
+  console.log(`# Gemma 3 webgpu: greedy equal for ${assertGreedy(ref, out.tokens, tol.margin, "Gemma 3 webgpu")}/${ref.greedy.length} steps`);
+});
 
 test("webgpu: the same bits on every run; greedy argmax on the GPU picks the logits' argmax", { skip }, async () => {
   const model = loadModel(path("qwen2-tiny"), "webgpu");
