@@ -121,3 +121,17 @@ test("toy infer and eval --backend webgpu give the ts backend's answers; serve r
   assert.equal(serve.status, 4, serve.stderr);
   assert.match(serve.stderr, /webgpu/);
 });
+
+test("generateAsync on webgpu: greedy on the GPU and sampling from read-back logits give the ts tokens", { skip }, async () => {
+  const name = "llama3-tiny", prompt = [1, 20, 300, 40, 7];
+  const gpuModel = loadModel(path(name), "webgpu"), tsModel = loadModel(path(name), "ts");
+  for (const sampling of [greedy, { ...greedy, repeatPenalty: 1.3 }, { ...DEFAULT_SAMPLING, seed: 5 }]) {
+    const stopIds = new Set([3]);
+    const a = await generateAsync(gpuModel, prompt, { maxTokens: 12, sampling, stopIds });
+    const b = await generateAsync(tsModel, prompt, { maxTokens: 12, sampling, stopIds });
+    assert.deepEqual(a.tokens, b.tokens, JSON.stringify(sampling));
+    assert.equal(a.finishReason, b.finishReason);
+    assert.deepEqual(a.cachedIds, b.cachedIds);
+    assert.equal(a.cache.length, b.cache.length);
+  }
+});

@@ -4,7 +4,7 @@
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
 import { EXIT, ToyError } from "../errors.js";
-import { adjustLogits, Sampler, type SamplingOptions } from "./sampling.js";
+import { adjustLogits, argmax, Sampler, type SamplingOptions } from "./sampling.js";
 
 /**
  * A constraint on which tokens may come next (e.g. a grammar, src/engines/grammar/): it sees
@@ -215,8 +215,41 @@ async function generateOnDevice(model: LanguageModel, prompt: readonly number[],
     promptMs = performance.now() - t0;
     promptRead = fresh.length;
   }
+  if (model.greedyAsync && plainGreedy(opts)) return greedyOnDevice(model, prompt, opts, cache, promptLogits, promptRead / (promptMs / 1000));
   const g = new Generation(model, prompt, { ...opts, cache, promptLogits });
   for (let id = g.next(); id !== null; id = g.next()) g.accept((await forward(Int32Array.of(id), cache, "last")).data);
   const result = g.result();
   return promptRead > 0 ? { ...result, promptTokensPerS: promptRead / (promptMs / 1000) } : result;
+}
+
+/** Greedy decoding with nothing that reads the logits on the host (penalties, biases, grammars). */
+function plainGreedy(opts: GenerateOptions): boolean {
+  const o = opts.sampling;
+  return o.temperature <= 0 && o.repeatPenalty === 1 && !o.presencePenalty && !o.frequencyPenalty
+    && (o.logitBias === undefined || o.logitBias.size === 0) && !opts.constraint;
+}
+
+/**
+ * Greedy decoding where the device picks each token (argmax on the GPU: one id read back per
+ * step instead of a row of logits). The same tokens and end conditions as Generation.next with
+ * greedy sampling: the first token comes from the prompt's logits.
+ */
+async function greedyOnDevice(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions, cache: KVCache,
+  promptLogits: Float32Array, promptTokensPerS: number): Promise<GenerateResult> {
+  const tokens: number[] = [], cachedIds = [...prompt];
+  const start = performance.now();
+  let finishReason: FinishReason = "length";
+  let id = argmax(promptLogits);
+  for (;;) {
+    if (opts.signal?.aborted) { finishReason = "aborted"; break; }
+    if (tokens.length >= opts.maxTokens) break;
+    if (opts.stopIds?.has(id)) { finishReason = "stop"; break; }
+    tokens.push(id);
+    if (opts.onToken?.(id) === false) { finishReason = "stop"; break; }
+    if (tokens.length >= opts.maxTokens || cache.length >= cache.capacity) break;
+    id = await model.greedyAsync!(Int32Array.of(id), cache);
+    cachedIds.push(tokens[tokens.length - 1]);
+  }
+  const ms = performance.now() - start;
+  return { tokens, finishReason, cache, cachedIds, promptTokensPerS, tokensPerS: tokens.length > 0 && ms > 0 ? tokens.length / (ms / 1000) : 0 };
 }
