@@ -53,11 +53,11 @@ export {
   structuredOutput, formatGbnf, schemaToGbnf, jsonObjectGbnf, parseGbnf, printGbnf, GrammarConstraint, TokenGrammar, tokenGrammar,
   type OutputFormat, type Grammar,
 } from "./engines/grammar/index.js";
-export { scoreTokens, scoreWindows, type Scores, type ScoreOptions, type PositionScore } from "./engines/evaluate.js";
+export { scoreTokens, scoreWindows, scoreTokensAsync, scoreWindowsAsync, type Scores, type ScoreOptions, type PositionScore } from "./engines/evaluate.js";
 export { Rng } from "./data/rng.js";
 
 // Backends.
-export { selectBackend, kernelsFor, cpuBackend, tsKernels, type Device, type Kernels } from "./backends/index.js";
+export { selectBackend, prepareBackend, kernelsFor, cpuBackend, tsKernels, type Device, type Kernels } from "./backends/index.js";
 export type { AttentionOptions, RopeStyle } from "./backends/kernels.js";
 
 // io: GGUF, tokenizers, chat templates, finding models.

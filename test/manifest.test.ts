@@ -102,7 +102,7 @@ test("flag types are read from the parsers", () => {
   assert.equal(flag("infer", "--temperature").type, "number");
   assert.equal(flag("infer", "--ids").type, "integer[]");
   assert.equal(flag("infer", "--json").type, "boolean");
-  assert.deepEqual(flag("infer", "--backend").choices, ["ts", "cpu"]);
+  assert.deepEqual(flag("infer", "--backend").choices, ["ts", "cpu", "webgpu"]);
   assert.equal(flag("fetch", "--revision").default, "main");
 });
 

@@ -1,6 +1,8 @@
 // Model loading: read a GGUF, pick the architecture named by general.architecture.
 
 import type { Device } from "../backends/kernels.js";
+import { webgpuRuntime } from "../backends/index.js";
+import { buildGpuModel } from "./gpuModel.js";
 import { ModelFileError } from "../errors.js";
 import { readGGUF, type GGUFFile } from "../io/gguf/reader.js";
 import type { ModelConfig } from "./config.js";
@@ -65,6 +67,7 @@ export function configOf(file: GGUFFile): ModelConfig {
 /** Build the model of a file; `config` overrides the one its metadata gives (algorithm cards). */
 export function loadModelFromFile(file: GGUFFile, device: Device, config?: ModelConfig, opts: ModelOptions = {}): LanguageModel {
   const arch = config ? ARCHITECTURES[config.arch] ?? architectureOf(file) : architectureOf(file);
+  if (device === "webgpu") return buildGpuModel(arch, file, config ?? arch.config(file), webgpuRuntime(), opts);
   return buildModel(arch, file, config ?? arch.config(file), device, opts);
 }
 

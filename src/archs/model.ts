@@ -38,6 +38,15 @@ export interface LanguageModel {
    * own cache. Returns the logits of each sequence's last token: [sequences, vocab].
    */
   forwardBatch(sequences: readonly { ids: Int32Array; cache: KVCache }[]): Tensor;
+  /**
+   * Backends that answer asynchronously (webgpu, archs/gpuModel.ts) have these instead of
+   * `forward` and `forwardBatch` (which then throw): the same results, as promises.
+   */
+  forwardAsync?(ids: Int32Array, cache: KVCache, logits: "all" | "last"): Promise<Tensor>;
+  forwardBatchAsync?(sequences: readonly { ids: Int32Array; cache: KVCache }[]): Promise<Tensor>;
+  /** Run `ids` like forwardAsync and return the argmax of the last token's logits (computed on
+   *  the device: one id read back instead of a row of logits). */
+  greedyAsync?(ids: Int32Array, cache: KVCache): Promise<number>;
 }
 
 /**

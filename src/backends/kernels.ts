@@ -4,7 +4,8 @@
 
 import type { Weight } from "../tensor/weight.js";
 
-export type Device = "ts" | "cpu" | "cuda";
+/** webgpu runs whole forwards on a GPU (archs/gpuModel.ts), not these host kernels. */
+export type Device = "ts" | "cpu" | "cuda" | "webgpu";
 
 /** How RoPE pairs the dimensions of a head: (2i, 2i+1) for Llama, (i, i + d/2) for NEOX/Qwen. */
 export type RopeStyle = "interleaved" | "neox";

@@ -2,6 +2,8 @@
 // Position i describes the distribution after reading tokens 0..i; it scores token i+1.
 
 import type { LanguageModel } from "../archs/model.js";
+import type { KVCache } from "../blocks/kvCache.js";
+import type { Tensor } from "../tensor/tensor.js";
 import { EXIT, ToyError } from "../errors.js";
 import { logSumExp } from "../primitives/index.js";
 import { topIds } from "./sampling.js";
@@ -30,32 +32,59 @@ export interface ScoreOptions {
 
 /** Score `ids` from an empty cache: every token after the first. */
 export function scoreTokens(model: LanguageModel, ids: number[], opts: ScoreOptions): Scores {
-  if (ids.length === 0) throw new ToyError("nothing to evaluate: the input has no tokens", EXIT.usage);
-  if (ids.length > model.contextLength) {
-    throw new ToyError(`the input (${ids.length} tokens) is longer than the context (${model.contextLength} tokens); use --window`, EXIT.usage);
+  const s = new TokenScorer(model, ids, opts);
+  for (const chunk of s.chunks()) s.add(chunk, model.forward(Int32Array.from(chunk.ids), s.cache, "all"));
+  return s.result();
+}
+
+/** The same for a model whose forward answers asynchronously (webgpu). */
+export async function scoreTokensAsync(model: LanguageModel, ids: number[], opts: ScoreOptions): Promise<Scores> {
+  if (!model.forwardAsync) return scoreTokens(model, ids, opts);
+  const s = new TokenScorer(model, ids, opts);
+  for (const chunk of s.chunks()) s.add(chunk, await model.forwardAsync(Int32Array.from(chunk.ids), s.cache, "all"));
+  return s.result();
+}
+
+/** The scores of `ids`, batch by batch of forwards from one cache. */
+class TokenScorer {
+  readonly cache: KVCache;
+  private readonly batch: number;
+  private readonly positions: PositionScore[] = [];
+  private nllSum = 0;
+
+  constructor(private readonly model: LanguageModel, private readonly ids: number[], private readonly opts: ScoreOptions) {
+    if (ids.length === 0) throw new ToyError("nothing to evaluate: the input has no tokens", EXIT.usage);
+    if (ids.length > model.contextLength) {
+      throw new ToyError(`the input (${ids.length} tokens) is longer than the context (${model.contextLength} tokens); use --window`, EXIT.usage);
+    }
+    this.cache = model.newCache(ids.length);
+    this.batch = opts.batch ?? 256;
   }
-  const cache = model.newCache(ids.length);
-  const batch = opts.batch ?? 256;
-  const positions: PositionScore[] = [];
-  let nllSum = 0;
-  for (let start = 0; start < ids.length; start += batch) {
-    const chunk = ids.slice(start, start + batch);
-    const logits = model.forward(Int32Array.from(chunk), cache, "all");
+
+  *chunks(): Generator<{ start: number; ids: number[] }> {
+    for (let start = 0; start < this.ids.length; start += this.batch) yield { start, ids: this.ids.slice(start, start + this.batch) };
+  }
+
+  add({ start, ids: chunk }: { start: number; ids: number[] }, logits: Tensor): void {
+    const { ids, model, opts } = this;
     for (let t = 0; t < chunk.length; t++) {
       const i = start + t;
       const row = logits.data.subarray(t * model.nVocab, (t + 1) * model.nVocab);
       const lse = logSumExp(row);
       const next = i + 1 < ids.length ? ids[i + 1] : null;
       const logprob = next === null ? null : row[next] - lse;
-      if (logprob !== null) nllSum -= logprob;
+      if (logprob !== null) this.nllSum -= logprob;
       const top = opts.topK > 0 ? topIds(row, opts.topK).map((id): [number, number] => [id, row[id] - lse]) : [];
-      positions.push({ next, logprob, top });
+      this.positions.push({ next, logprob, top });
     }
-    opts.onProgress?.(Math.min(start + batch, ids.length), ids.length);
+    opts.onProgress?.(Math.min(start + this.batch, ids.length), ids.length);
   }
-  const scored = ids.length - 1;
-  const nll = scored > 0 ? nllSum / scored : 0;
-  return { tokens: ids, positions, nll, perplexity: Math.exp(nll), tokensScored: scored };
+
+  result(): Scores {
+    const scored = this.ids.length - 1;
+    const nll = scored > 0 ? this.nllSum / scored : 0;
+    return { tokens: this.ids, positions: this.positions, nll, perplexity: Math.exp(nll), tokensScored: scored };
+  }
 }
 
 /**
@@ -75,6 +104,30 @@ export function scoreWindows(model: LanguageModel, ids: number[], opts: ScoreOpt
   for (let w = 0; w < nWindows; w++) {
     const win = kept.slice(w * opts.window, (w + 1) * opts.window);
     const s = scoreTokens(model, win, { ...opts, onProgress: undefined });
+    positions.push(...s.positions);
+    nllSum += s.nll * s.tokensScored;
+    scored += s.tokensScored;
+    opts.onProgress?.(w + 1, nWindows);
+  }
+  const tokens = kept.slice(0, nWindows * opts.window);
+  const nll = nllSum / scored;
+  return { tokens, positions, nll, perplexity: Math.exp(nll), tokensScored: scored };
+}
+
+/** scoreWindows for a model whose forward answers asynchronously (webgpu). */
+export async function scoreWindowsAsync(model: LanguageModel, ids: number[], opts: ScoreOptions & { window: number; maxTokens?: number }): Promise<Scores> {
+  if (opts.window < 2) throw new ToyError(`--window ${opts.window} is too small (at least 2)`, EXIT.usage);
+  if (opts.window > model.contextLength) {
+    throw new ToyError(`--window ${opts.window} is larger than the model's context (${model.contextLength} tokens)`, EXIT.usage);
+  }
+  const kept = ids.slice(0, opts.maxTokens ?? ids.length);
+  const nWindows = Math.floor(kept.length / opts.window);
+  if (nWindows === 0) throw new ToyError(`the input has ${kept.length} tokens, fewer than one window of ${opts.window}`, EXIT.usage);
+  const positions: PositionScore[] = [];
+  let nllSum = 0, scored = 0;
+  for (let w = 0; w < nWindows; w++) {
+    const win = kept.slice(w * opts.window, (w + 1) * opts.window);
+    const s = await scoreTokensAsync(model, win, { ...opts, onProgress: undefined });
     positions.push(...s.positions);
     nllSum += s.nll * s.tokensScored;
     scored += s.tokensScored;

@@ -4,7 +4,7 @@
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
 import { EXIT, ToyError } from "../errors.js";
-import { adjustLogits, Sampler, type SamplingOptions } from "./sampling.js";
+import { adjustLogits, argmax, Sampler, type SamplingOptions } from "./sampling.js";
 
 /**
  * A constraint on which tokens may come next (e.g. a grammar, src/engines/grammar/): it sees
@@ -59,6 +59,22 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
   return n;
 }
 
+/** The tokens of `prompt` the cache does not hold yet (what is kept of opts.cachedIds stays). */
+function promptToRead(model: LanguageModel, prompt: readonly number[], cache: KVCache, opts: GenerateOptions): number[] {
+  // Keep what the cache already holds of this prompt; always re-read at least the last token.
+  const keep = Math.min(commonPrefix(opts.cachedIds ?? [], prompt), prompt.length - 1);
+  cache.truncate(opts.cache ? keep : 0);
+  if (prompt.length > Math.min(cache.capacity, model.contextLength)) {
+    throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${Math.min(cache.capacity, model.contextLength)} tokens)`, EXIT.usage);
+  }
+  return prompt.slice(cache.length);
+}
+
+/** A fresh cache for a generation: prompt + maxTokens positions, at most the context. */
+function cacheFor(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions): KVCache {
+  return opts.cache ?? model.newCache(Math.min(model.contextLength, Math.max(prompt.length, prompt.length + opts.maxTokens)));
+}
+
 /** One generation, token by token: `step()` until it returns false. */
 export class Generation {
   readonly tokens: number[] = [];
@@ -77,8 +93,7 @@ export class Generation {
 
   constructor(private model: LanguageModel, prompt: readonly number[], private opts: GenerateOptions) {
     if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token", EXIT.usage);
-    // A fresh cache holds just what this generation can reach: prompt + maxTokens, at most the context.
-    this.cache = opts.cache ?? model.newCache(Math.min(model.contextLength, Math.max(prompt.length, prompt.length + opts.maxTokens)));
+    this.cache = cacheFor(model, prompt, opts);
     this.sampler = new Sampler(opts.sampling);
     this.history = [...prompt];
     this.cachedIds = [...prompt];
@@ -89,13 +104,7 @@ export class Generation {
       this.promptRead = 0;
       return;
     }
-    // Keep what the cache already holds of this prompt; always re-read at least the last token.
-    const keep = Math.min(commonPrefix(opts.cachedIds ?? [], prompt), prompt.length - 1);
-    this.cache.truncate(opts.cache ? keep : 0);
-    const fresh = prompt.slice(this.cache.length);
-    if (prompt.length > Math.min(this.cache.capacity, model.contextLength)) {
-      throw new ToyError(`the prompt (${prompt.length} tokens) is longer than the context (${Math.min(this.cache.capacity, model.contextLength)} tokens)`, EXIT.usage);
-    }
+    const fresh = promptToRead(model, prompt, this.cache, opts);
     const t0 = performance.now();
     this.logits = model.forward(Int32Array.from(fresh), this.cache, "last").data;
     this.promptMs = performance.now() - t0;
@@ -183,7 +192,64 @@ export function generate(model: LanguageModel, prompt: readonly number[], opts: 
 
 /** The same, yielding to the event loop between tokens (so Ctrl-C, sockets and timers run). */
 export async function generateAsync(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions): Promise<GenerateResult> {
+  if (model.forwardAsync) return generateOnDevice(model, prompt, opts, model.forwardAsync.bind(model));
   const g = new Generation(model, prompt, opts);
   while (g.step()) await new Promise((r) => setImmediate(r));
   return g.result();
+}
+
+/**
+ * A model whose forward answers asynchronously (webgpu): the prompt's forward is awaited first,
+ * the Generation starts from its logits, and each sampled token's logits are awaited in turn.
+ */
+async function generateOnDevice(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions,
+  forward: NonNullable<LanguageModel["forwardAsync"]>): Promise<GenerateResult> {
+  if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token", EXIT.usage);
+  let promptLogits = opts.promptLogits;
+  const cache = cacheFor(model, prompt, opts);
+  let promptMs = 0, promptRead = 0;
+  if (!promptLogits) {
+    const fresh = promptToRead(model, prompt, cache, opts);
+    const t0 = performance.now();
+    promptLogits = (await forward(Int32Array.from(fresh), cache, "last")).data;
+    promptMs = performance.now() - t0;
+    promptRead = fresh.length;
+  }
+  if (model.greedyAsync && plainGreedy(opts)) return greedyOnDevice(model, prompt, opts, cache, promptLogits, promptRead / (promptMs / 1000));
+  const g = new Generation(model, prompt, { ...opts, cache, promptLogits });
+  for (let id = g.next(); id !== null; id = g.next()) g.accept((await forward(Int32Array.of(id), cache, "last")).data);
+  const result = g.result();
+  return promptRead > 0 ? { ...result, promptTokensPerS: promptRead / (promptMs / 1000) } : result;
+}
+
+/** Greedy decoding with nothing that reads the logits on the host (penalties, biases, grammars). */
+function plainGreedy(opts: GenerateOptions): boolean {
+  const o = opts.sampling;
+  return o.temperature <= 0 && o.repeatPenalty === 1 && !o.presencePenalty && !o.frequencyPenalty
+    && (o.logitBias === undefined || o.logitBias.size === 0) && !opts.constraint;
+}
+
+/**
+ * Greedy decoding where the device picks each token (argmax on the GPU: one id read back per
+ * step instead of a row of logits). The same tokens and end conditions as Generation.next with
+ * greedy sampling: the first token comes from the prompt's logits.
+ */
+async function greedyOnDevice(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions, cache: KVCache,
+  promptLogits: Float32Array, promptTokensPerS: number): Promise<GenerateResult> {
+  const tokens: number[] = [], cachedIds = [...prompt];
+  const start = performance.now();
+  let finishReason: FinishReason = "length";
+  let id = argmax(promptLogits);
+  for (;;) {
+    if (opts.signal?.aborted) { finishReason = "aborted"; break; }
+    if (tokens.length >= opts.maxTokens) break;
+    if (opts.stopIds?.has(id)) { finishReason = "stop"; break; }
+    tokens.push(id);
+    if (opts.onToken?.(id) === false) { finishReason = "stop"; break; }
+    if (tokens.length >= opts.maxTokens || cache.length >= cache.capacity) break;
+    id = await model.greedyAsync!(Int32Array.of(id), cache);
+    cachedIds.push(tokens[tokens.length - 1]);
+  }
+  const ms = performance.now() - start;
+  return { tokens, finishReason, cache, cachedIds, promptTokensPerS, tokensPerS: tokens.length > 0 && ms > 0 ? tokens.length / (ms / 1000) : 0 };
 }

@@ -3,10 +3,10 @@
 
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
-import { scoreTokens, scoreWindows, type Scores } from "../../engines/evaluate.js";
-import { DataFileError, ToyError, UsageError } from "../../errors.js";
+import { scoreTokensAsync, scoreWindowsAsync, type Scores } from "../../engines/evaluate.js";
+import { BackendError, DataFileError, ToyError, UsageError } from "../../errors.js";
 import { loadVisionModel } from "../../archs/vit.js";
-import { selectBackend } from "../../backends/index.js";
+import { prepareBackend, selectBackend } from "../../backends/index.js";
 import { classify, formatConfusion } from "../../engines/classify.js";
 import { readGGUF, readGGUFHeader } from "../../io/gguf/reader.js";
 import { loadImageData } from "../../io/images/index.js";
@@ -53,12 +53,13 @@ export function evalCommand(): Command {
   return cmd.action((modelPath: string, flags: EvalFlags) => runEval(modelPath, flags));
 }
 
-function runEval(modelPath: string, flags: EvalFlags): void {
+async function runEval(modelPath: string, flags: EvalFlags): Promise<void> {
   const path = resolveModelPath(modelPath);
   if (readGGUFHeader(path).metadata.get("general.architecture") === "vit") return evalImages(path, flags);
   if (flags.data !== undefined) throw new UsageError(`--data DIR evaluates an image classifier; ${modelPath} is a language model (give --prompt, --ids or --file)`);
   const given = [flags.prompt, flags.ids, flags.file].filter((x) => x !== undefined).length;
   if (given !== 1) throw new UsageError("give exactly one of --prompt TEXT, --ids 1,2,3 or --file PATH");
+  await prepareBackend(flags.backend);
   const { model, tokenizer } = openModel(modelPath, flags, flags.json);
   let ids: number[];
   if (flags.ids) ids = flags.ids;
@@ -73,7 +74,7 @@ function runEval(modelPath: string, flags: EvalFlags): void {
   if (flags.maxTokens !== undefined) ids = ids.slice(0, flags.maxTokens);
   const bar = flags.json ? undefined : progressBar(flags.window ? "windows" : "tokens");
   const opts = { topK: flags.topK, onProgress: bar?.update };
-  const s: Scores = flags.window ? scoreWindows(model, ids, { ...opts, window: flags.window }) : scoreTokens(model, ids, opts);
+  const s: Scores = flags.window ? await scoreWindowsAsync(model, ids, { ...opts, window: flags.window }) : await scoreTokensAsync(model, ids, opts);
   bar?.done();
   if (flags.json) {
     printJson({ tokens: s.tokens, positions: s.positions, nll: s.nll, perplexity: s.perplexity, tokens_scored: s.tokensScored });
@@ -96,6 +97,7 @@ function evalImages(path: string, flags: EvalFlags): void {
   if (flags.prompt !== undefined || flags.ids !== undefined || flags.file !== undefined || flags.lora !== undefined) {
     throw new UsageError("--prompt, --ids, --file and --lora are for language models; an image classifier takes --data DIR");
   }
+  if (flags.backend === "webgpu") throw new BackendError("image classifiers (vit) do not run on webgpu yet (use --backend cpu)");
   const device = selectBackend(flags.backend, { threads: flags.threads, quiet: flags.json });
   const model = loadVisionModel(readGGUF(path), device);
   const c = model.config;

@@ -13,6 +13,7 @@ import { checkIds, float, idList, int, openModel, printJson, type OpenedModel } 
 import { interactiveChat } from "../chat.js";
 import { defaultModelPath } from "../../io/discovery/modelNames.js";
 import { backendOptions, cacheTypeOption } from "./options.js";
+import { prepareBackend } from "../../backends/index.js";
 
 export interface InferFlags {
   prompt?: string;
@@ -97,6 +98,7 @@ async function runInfer(modelPath: string, flags: InferFlags): Promise<void> {
   if (flags.system !== undefined && flags.chat === undefined) throw new UsageError("--system goes with --chat");
   const format = outputFormatFrom(flags); // a bad schema or grammar is a usage error before the model loads
   if (format) new Program(parseGbnf(formatGbnf(format, flags.grammar !== undefined ? `--grammar ${flags.grammar}` : `--json-schema ${flags.jsonSchema}`)));
+  await prepareBackend(flags.backend);
   const opened = openModel(modelPath, flags, flags.json);
   if (flags.chat === true) return interactiveChat(opened, flags);
 
