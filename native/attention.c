@@ -1,12 +1,14 @@
 // Attention of T query rows over a KV cache (inference), as a flash-decoding pass: the visible
 // keys of each row are cut into chunks of ATT_CHUNK positions counted from the row's first
 // visible key (never by the thread count; and the same chunks wherever the cache's rows start,
-// so a sliding-window layer that dropped old rows gives the bits of a full cache); each chunk gives a partial softmax (its max, its exp-sum, its weighted sum of
-// values), and a row's chunks are merged in ascending order. Prompts run one (row, KV head) per
-// pool chunk and merge as they go; a few rows over a long cache (decode) run one
-// (row, KV head, chunk) per pool chunk, so that even 3 KV heads keep every thread busy, and
-// merge afterwards. Both do the same arithmetic in the same order: the same bits either way and
-// for any thread count. Bodies in attention_impl.h.
+// so a sliding-window layer that dropped old rows gives the bits of a full cache); each chunk
+// gives a partial softmax (its max, its exp-sum, its weighted sum of values), and a row's chunks
+// are merged in ascending order. Prompts run one (row, KV head) per pool chunk and merge as they
+// go; a few rows over a long cache (decode) run one (row, chunk of positions) per pool chunk,
+// every KV head in turn, so that even 3 KV heads keep every thread busy, and merge afterwards.
+// Both do the same arithmetic in the same order: the same bits either way and for any thread
+// count. Bodies in attention_impl.h, compiled portable, AVX2 and AVX-512 (16-lane scores: its
+// bits differ from the AVX2 pass's, as both differ from the portable one's; one pass per process).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,23 @@ static inline void att_finish(const att_t *a, int64_t t, int64_t h, const float 
 #define IMPL_HEADER "attention_impl.h"
 #include "isa_variants.h"
 
+// A third pass with 16-lane vectors (F16 → F32 by _mm512_cvtph_ps) where the CPU has AVX-512F.
+#if HAVE_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f")
+#define IMPL_AVX2 1
+#define IMPL_AVX512 1
+#define NAME(f) f##_avx512
+#include IMPL_HEADER
+#undef IMPL_AVX2
+#undef IMPL_AVX512
+#undef NAME
+#pragma GCC pop_options
+#define PICK_ATT(f) (toy_has_avx512 ? f##_avx512 : PICK(f))
+#else
+#define PICK_ATT(f) PICK(f)
+#endif
+
 /** Bytes of one cached row of n values of a KV-cache type (0: not a cache type / bad width). */
 size_t kv_row_bytes(int type, int64_t n) {
   switch (type) {
@@ -80,24 +99,23 @@ void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, i
   // The most chunks any row has: rows see at most nKeys keys (or window keys).
   const int64_t span = window > 0 && window < nKeys ? window : nKeys;
   const int64_t nChunks = (span + ATT_CHUNK - 1) / ATT_CHUNK;
-  const int64_t g = nHeads / nKV, stride = headDim + 2;
-  const size_t need = (size_t)(T * nKV * nChunks * g * stride) * sizeof(float);
+  const int64_t stride = headDim + 2;
+  const size_t need = (size_t)(T * nChunks * nHeads * stride) * sizeof(float);
   float *parts = T <= SPLIT_ROWS && nChunks > 1 && need <= SPLIT_MAX_BYTES ? split_parts(need) : NULL;
   if (parts) {
     a.nChunks = nChunks; a.parts = parts;
-    pool_for(PICK(att_chunks), &a, T * nKV * nChunks);
+    pool_for(PICK_ATT(att_chunks), &a, T * nChunks);
     // Merge each row's chunks in ascending order, as the whole-row path does.
     float *run = pool_scratch(0, 1, (size_t)stride * sizeof(float));
     for (int64_t t = 0; t < T; t++)
-      for (int64_t kh = 0; kh < nKV; kh++)
-        for (int64_t h = 0; h < g; h++) {
-          run[1] = 0.0f;
-          for (int64_t c = 0; c < nChunks; c++) PICK(att_merge)(run, parts + ((t * nKV + kh) * nChunks + c) * g * stride + h * stride, headDim);
-          att_finish(&a, t, kh * g + h, run);
-        }
+      for (int64_t h = 0; h < nHeads; h++) {
+        run[1] = 0.0f;
+        for (int64_t c = 0; c < nChunks; c++) PICK_ATT(att_merge)(run, parts + ((t * nChunks + c) * nHeads + h) * stride, headDim);
+        att_finish(&a, t, h, run);
+      }
     return;
   }
   const int64_t items = T * nKV;
-  if (items * nKeys * headDim < 32768) for (int64_t i = 0; i < items; i++) PICK(att_rows)(&a, i, 0);
-  else pool_for(PICK(att_rows), &a, items);
+  if (items * nKeys * headDim < 32768) for (int64_t i = 0; i < items; i++) PICK_ATT(att_rows)(&a, i, 0);
+  else pool_for(PICK_ATT(att_rows), &a, items);
 }

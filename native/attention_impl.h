@@ -1,4 +1,4 @@
-// Inference attention over a KV cache, compiled twice by attention.c (portable / AVX2).
+// Inference attention over a KV cache, compiled three times by attention.c (portable / AVX2 / AVX-512).
 // Keys and values are read in the cache's own type (F32, F16, or Q8_0 blocks of 32 along a
 // head), one row of one KV head at a time, converted once and shared by the query heads of that
 // KV head (grouped-query attention reads each K/V row once for the whole group).
@@ -60,25 +60,147 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
   for (; i < n; i++) o[i] += e * x[i];
 }
 
+// The vector path (AVX2 and AVX-512 passes; heads whose size is a multiple of the vector width):
+// keys and values are converted in registers, never stored; the query heads of a KV head are
+// taken ATT_HEADS at a time so that one converted K (or V) vector serves all of them, and each
+// head's output sums stay in registers for a whole chunk (ATT_LANES vectors of it at a time).
+// Every output lane is the same chain as the scalar path's (0, then fma(p_j, v_j, ·) for j in
+// order); a score is its head's lanes summed in VL-wide partial sums, then reduced.
+#if IMPL_AVX2
+#define ATT_HEADS 4
+#if IMPL_AVX512
+#define VF __m512
+#define VL 16
+#define ATT_LANES 4
+#define V_ZERO() _mm512_setzero_ps()
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_LOADF(p) _mm512_loadu_ps(p)
+#define V_STOREF(p, v) _mm512_storeu_ps(p, v)
+#define V_LOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define V_LOADI8(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
+#define V_HSUM(v) _mm512_reduce_add_ps(v)
+#else
+#define VF __m256
+#define VL 8
+#define ATT_LANES 2
+#define V_ZERO() _mm256_setzero_ps()
+#define V_SET1(x) _mm256_set1_ps(x)
+#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_MUL(a, b) _mm256_mul_ps(a, b)
+#define V_LOADF(p) _mm256_loadu_ps(p)
+#define V_STOREF(p, v) _mm256_storeu_ps(p, v)
+#define V_LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define V_LOADI8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
+#define V_HSUM(v) hsum_f32_avx2(v)
+#endif
+
+// VL values of a cached head slice from value i (i a multiple of VL; Q8_0: d · q, as kv_row).
+TOY_INLINE VF NAME(kv_vec)(const uint8_t *row, int type, int64_t i) {
+  if (type == T_F32) return V_LOADF((const float *)row + i);
+  if (type == T_F16) return V_LOADH((const uint16_t *)row + i);
+  const uint8_t *blk = row + (i / 32) * 34;
+  uint16_t dh; memcpy(&dh, blk, 2);
+  return V_MUL(V_SET1(_cvtsh_ss(dh)), V_LOADI8(blk + 2 + i % 32)); // F16C: f16_to_f32 exactly
+}
+
+// scores[h · ATT_CHUNK + j] = scale · q_h · k_j for nh (≤ ATT_HEADS) heads from q, keys j < n.
+TOY_INLINE void NAME(att_scores_vec)(const att_t *a, const uint8_t *k, int type, int64_t n, const float *q, int nh, float *scores) {
+  const int64_t hd = a->headDim;
+  for (int64_t j = 0; j < n; j++) {
+    const uint8_t *row = k + j * a->rowBytes;
+    VF acc[ATT_HEADS];
+    for (int h = 0; h < nh; h++) acc[h] = V_ZERO();
+    for (int64_t i = 0; i < hd; i += VL) {
+      const VF kv = NAME(kv_vec)(row, type, i);
+      for (int h = 0; h < nh; h++) acc[h] = V_FMA(V_LOADF(q + h * hd + i), kv, acc[h]);
+    }
+    for (int h = 0; h < nh; h++) scores[h * ATT_CHUNK + j] = V_HSUM(acc[h]) * a->scale;
+  }
+}
+
+// out_h[i0 .. i0 + nl·VL) = Σ_j p_h[j] v_j over keys j < n, for nh heads (out rows `stride` apart).
+TOY_INLINE void NAME(att_values_vec)(const att_t *a, const uint8_t *v, int type, int64_t n, int64_t i0, int nl, int nh,
+                                    const float *p, float *out, int64_t stride) {
+  VF acc[ATT_HEADS][ATT_LANES];
+  for (int h = 0; h < nh; h++)
+    for (int l = 0; l < nl; l++) acc[h][l] = V_ZERO();
+  for (int64_t j = 0; j < n; j++) {
+    const uint8_t *row = v + j * a->rowBytes;
+    VF e[ATT_HEADS];
+    for (int h = 0; h < nh; h++) e[h] = V_SET1(p[h * ATT_CHUNK + j]);
+    for (int l = 0; l < nl; l++) {
+      const VF x = NAME(kv_vec)(row, type, i0 + l * VL);
+      for (int h = 0; h < nh; h++) acc[h][l] = V_FMA(e[h], x, acc[h][l]);
+    }
+  }
+  for (int h = 0; h < nh; h++)
+    for (int l = 0; l < nl; l++) V_STOREF(out + h * stride + i0 + l * VL, acc[h][l]);
+}
+
+// Both, for one cache type (a constant after inlining) and any number of heads.
+TOY_INLINE void NAME(att_scores_t)(const att_t *a, const uint8_t *k, int type, int64_t n, const float *q, int64_t g, float *scores) {
+  for (int64_t h0 = 0; h0 < g; h0 += ATT_HEADS) {
+    const int64_t nh = g - h0 < ATT_HEADS ? g - h0 : ATT_HEADS;
+    const float *qh = q + h0 * a->headDim;
+    float *sh = scores + h0 * ATT_CHUNK;
+    switch (nh) { // constant head counts: the accumulators stay in registers
+      case 1: NAME(att_scores_vec)(a, k, type, n, qh, 1, sh); break;
+      case 2: NAME(att_scores_vec)(a, k, type, n, qh, 2, sh); break;
+      case 3: NAME(att_scores_vec)(a, k, type, n, qh, 3, sh); break;
+      default: NAME(att_scores_vec)(a, k, type, n, qh, 4, sh); break;
+    }
+  }
+}
+TOY_INLINE void NAME(att_values_t)(const att_t *a, const uint8_t *v, int type, int64_t n, const float *p, int64_t g, float *out, int64_t stride) {
+  const int64_t hd = a->headDim;
+  for (int64_t h0 = 0; h0 < g; h0 += ATT_HEADS) {
+    const int64_t nh = g - h0 < ATT_HEADS ? g - h0 : ATT_HEADS;
+    const float *ph = p + h0 * ATT_CHUNK;
+    float *oh = out + h0 * stride;
+    for (int64_t i0 = 0; i0 < hd; i0 += ATT_LANES * VL) {
+      const int full = hd - i0 >= ATT_LANES * VL;
+#define ATT_V(NH) do { if (full) NAME(att_values_vec)(a, v, type, n, i0, ATT_LANES, NH, ph, oh, stride); \
+                       else for (int64_t i = i0; i < hd; i += VL) NAME(att_values_vec)(a, v, type, n, i, 1, NH, ph, oh, stride); } while (0)
+      switch (nh) {
+        case 1: ATT_V(1); break;
+        case 2: ATT_V(2); break;
+        case 3: ATT_V(3); break;
+        default: ATT_V(4); break;
+      }
+#undef ATT_V
+    }
+  }
+}
+#endif
+
 /**
  * The partial softmax of query row t, for the `group` query heads of KV head kh, over keys
- * [j0, j1): per head, part = { m: max score, s: Σ e^(score − m), acc[hd]: Σ e^(score − m) v }.
- * scratch: group · ATT_CHUNK scores + hd floats for a converted row.
+ * [j0, j1): per head, part = { m: max score, s: Σ e^(score − m), acc[hd]: Σ e^(score − m) v }
+ * (heads hd + 2 floats apart). scratch: group · ATT_CHUNK scores + hd floats for a converted row.
  */
 static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0, int64_t j1, float *part, float *scratch) {
   const int64_t hd = a->headDim, g = a->nHeads / a->nKV, n = j1 - j0, stride = hd + 2;
   float *scores = scratch, *tmp = scratch + g * ATT_CHUNK;
   const float *q = a->q + (t * a->nHeads + kh * g) * hd;
+  const uint8_t *k0 = a->k + j0 * a->rowBytes + kh * a->headBytes, *v0 = a->v + j0 * a->rowBytes + kh * a->headBytes;
+#if IMPL_AVX2
+  const int vec = hd % VL == 0;
+  if (vec) {
+    if (a->type == T_F16) NAME(att_scores_t)(a, k0, T_F16, n, q, g, scores);
+    else if (a->type == T_Q8_0) NAME(att_scores_t)(a, k0, T_Q8_0, n, q, g, scores);
+    else NAME(att_scores_t)(a, k0, T_F32, n, q, g, scores);
+  } else
+#endif
   for (int64_t j = 0; j < n; j++) {
-    const float *k = NAME(kv_row)(a->k + (j0 + j) * a->rowBytes + kh * a->headBytes, a->type, hd, tmp);
-    for (int64_t h = 0; h < g; h++) {
-      float s = NAME(att_dot)(q + h * hd, k, hd) * a->scale;
-      if (a->softcap > 0) s = a->softcap * tanhf(s / a->softcap);
-      scores[h * ATT_CHUNK + j] = s;
-    }
+    const float *k = NAME(kv_row)(k0 + j * a->rowBytes, a->type, hd, tmp);
+    for (int64_t h = 0; h < g; h++) scores[h * ATT_CHUNK + j] = NAME(att_dot)(q + h * hd, k, hd) * a->scale;
   }
   for (int64_t h = 0; h < g; h++) {
     float *sc = scores + h * ATT_CHUNK, *p = part + h * stride;
+    if (a->softcap > 0)
+      for (int64_t j = 0; j < n; j++) sc[j] = a->softcap * tanhf(sc[j] / a->softcap);
     float max = -INFINITY;
     for (int64_t j = 0; j < n; j++) if (sc[j] > max) max = sc[j];
     int64_t j = 0;
@@ -88,10 +210,18 @@ static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0,
 #endif
     for (; j < n; j++) { sc[j] = expf(sc[j] - max); sum += sc[j]; }
     p[0] = max; p[1] = sum;
-    memset(p + 2, 0, hd * sizeof(float));
   }
+#if IMPL_AVX2
+  if (vec) {
+    if (a->type == T_F16) NAME(att_values_t)(a, v0, T_F16, n, scores, g, part + 2, stride);
+    else if (a->type == T_Q8_0) NAME(att_values_t)(a, v0, T_Q8_0, n, scores, g, part + 2, stride);
+    else NAME(att_values_t)(a, v0, T_F32, n, scores, g, part + 2, stride);
+    return;
+  }
+#endif
+  for (int64_t h = 0; h < g; h++) memset(part + h * stride + 2, 0, hd * sizeof(float));
   for (int64_t j = 0; j < n; j++) {
-    const float *v = NAME(kv_row)(a->v + (j0 + j) * a->rowBytes + kh * a->headBytes, a->type, hd, tmp);
+    const float *v = NAME(kv_row)(v0 + j * a->rowBytes, a->type, hd, tmp);
     for (int64_t h = 0; h < g; h++) NAME(att_axpy)(part + h * stride + 2, scores[h * ATT_CHUNK + j], v, hd);
   }
 }
@@ -127,18 +257,20 @@ static void NAME(att_rows)(void *p, int64_t item, int ith) {
   for (int64_t h = 0; h < g; h++) att_finish(a, t, kh * g + h, run + h * stride);
 }
 
-// Split over positions: item = (t, kh, chunk); each writes its partials to a->parts.
+// Split over positions: item = (t, chunk), every KV head in turn; each writes its partials to
+// a->parts ((t, chunk, head) order).
 static void NAME(att_chunks)(void *p, int64_t item, int ith) {
   const att_t *a = p;
-  const int64_t c = item % a->nChunks, tk = item / a->nChunks, t = tk / a->nKV, kh = tk % a->nKV;
-  const int64_t hd = a->headDim, g = a->nHeads / a->nKV;
-  float *part = a->parts + item * g * (hd + 2);
+  const int64_t c = item % a->nChunks, t = item / a->nChunks;
+  const int64_t hd = a->headDim;
+  float *part = a->parts + item * a->nHeads * (hd + 2);
   int64_t first, last;
   att_range(a, t, &first, &last);
   const int64_t j0 = first + c * ATT_CHUNK, j1 = j0 + ATT_CHUNK <= last + 1 ? j0 + ATT_CHUNK : last + 1;
-  if (j1 <= j0) { for (int64_t h = 0; h < g; h++) part[h * (hd + 2) + 1] = 0.0f; return; }
+  if (j1 <= j0) { for (int64_t h = 0; h < a->nHeads; h++) part[h * (hd + 2) + 1] = 0.0f; return; }
+  const int64_t g = a->nHeads / a->nKV;
   float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd) * sizeof(float));
-  NAME(att_partial)(a, t, kh, j0, j1, part, scratch);
+  for (int64_t kh = 0; kh < a->nKV; kh++) NAME(att_partial)(a, t, kh, j0, j1, part + kh * g * (hd + 2), scratch);
 }
 
 // n floats (whole rows) as `type`, the encoders of ggml: F16 rounds to nearest even (as F16C);
@@ -165,3 +297,19 @@ static void NAME(kv_store)(const float *x, int64_t n, int type, uint8_t *dst) {
     for (int j = 0; j < 32; j++) blk[2 + j] = (uint8_t)(int8_t)roundf(v[j] * id);
   }
 }
+
+#if IMPL_AVX2
+#undef ATT_HEADS
+#undef VF
+#undef VL
+#undef ATT_LANES
+#undef V_ZERO
+#undef V_SET1
+#undef V_FMA
+#undef V_MUL
+#undef V_LOADF
+#undef V_STOREF
+#undef V_LOADH
+#undef V_LOADI8
+#undef V_HSUM
+#endif
