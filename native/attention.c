@@ -7,8 +7,8 @@
 // go; a few rows over a long cache (decode) run one (row, chunk of positions) per pool chunk,
 // every KV head in turn, so that even 3 KV heads keep every thread busy, and merge afterwards.
 // Both do the same arithmetic in the same order: the same bits either way and for any thread
-// count. Bodies in attention_impl.h, compiled portable, AVX2 and AVX-512 (16-lane scores: its
-// bits differ from the AVX2 pass's, as both differ from the portable one's; one pass per process).
+// count. Bodies in attention_impl.h, compiled portable, AVX2 and AVX-512; the AVX2 and AVX-512
+// passes give the same bits (the portable one sums scores in another order).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -64,8 +64,9 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 // keys and values are converted in registers, never stored; the query heads of a KV head are
 // taken ATT_HEADS at a time so that one converted K (or V) vector serves all of them, and each
 // head's output sums stay in registers for a whole chunk (ATT_LANES vectors of it at a time).
-// Every output lane is the same chain as the scalar path's (0, then fma(p_j, v_j, ·) for j in
-// order); a score is its head's lanes summed in VL-wide partial sums, then reduced.
+// Every score and every output lane is the same arithmetic as the row-at-a-time code below (a
+// score: att_dot; an output lane: 0, then fma(p_j, v_j, ·) for j in order), so the AVX2 and
+// AVX-512 passes give the same bits.
 #if IMPL_AVX2
 #define ATT_HEADS 4
 #if IMPL_AVX512
@@ -80,7 +81,6 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 #define V_STOREF(p, v) _mm512_storeu_ps(p, v)
 #define V_LOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #define V_LOADI8(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
-#define V_HSUM(v) _mm512_reduce_add_ps(v)
 #else
 #define VF __m256
 #define VL 8
@@ -93,10 +93,9 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 #define V_STOREF(p, v) _mm256_storeu_ps(p, v)
 #define V_LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define V_LOADI8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
-#define V_HSUM(v) hsum_f32_avx2(v)
 #endif
 
-// VL values of a cached head slice from value i (i a multiple of VL; Q8_0: d · q, as kv_row).
+// VL values of a cached head slice from value i (i a multiple of 8; Q8_0: d · q, as kv_row).
 TOY_INLINE VF NAME(kv_vec)(const uint8_t *row, int type, int64_t i) {
   if (type == T_F32) return V_LOADF((const float *)row + i);
   if (type == T_F16) return V_LOADH((const uint16_t *)row + i);
@@ -105,18 +104,43 @@ TOY_INLINE VF NAME(kv_vec)(const uint8_t *row, int type, int64_t i) {
   return V_MUL(V_SET1(_cvtsh_ss(dh)), V_LOADI8(blk + 2 + i % 32)); // F16C: f16_to_f32 exactly
 }
 
-// scores[h · ATT_CHUNK + j] = scale · q_h · k_j for nh (≤ ATT_HEADS) heads from q, keys j < n.
+// scores[h · ATT_CHUNK + j] = scale · q_h · k_j for nh (≤ ATT_HEADS) heads from q, keys j < n, in
+// att_dot's order: two 8-lane FMA chains (columns 16c..16c+7 and 16c+8..16c+15), the columns
+// past a multiple of 16 into the first, then the hsum of their sum. AVX-512 keeps both chains in
+// one register (its low and high halves are exactly those columns), so both passes give att_dot's
+// bits (hd a multiple of 16 there).
 TOY_INLINE void NAME(att_scores_vec)(const att_t *a, const uint8_t *k, int type, int64_t n, const float *q, int nh, float *scores) {
   const int64_t hd = a->headDim;
   for (int64_t j = 0; j < n; j++) {
     const uint8_t *row = k + j * a->rowBytes;
-    VF acc[ATT_HEADS];
-    for (int h = 0; h < nh; h++) acc[h] = V_ZERO();
-    for (int64_t i = 0; i < hd; i += VL) {
-      const VF kv = NAME(kv_vec)(row, type, i);
-      for (int h = 0; h < nh; h++) acc[h] = V_FMA(V_LOADF(q + h * hd + i), kv, acc[h]);
+#if IMPL_AVX512
+    __m512 acc[ATT_HEADS];
+    for (int h = 0; h < nh; h++) acc[h] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < hd; i += 16) {
+      const __m512 kv = NAME(kv_vec)(row, type, i);
+      for (int h = 0; h < nh; h++) acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * hd + i), kv, acc[h]);
     }
-    for (int h = 0; h < nh; h++) scores[h * ATT_CHUNK + j] = V_HSUM(acc[h]) * a->scale;
+    for (int h = 0; h < nh; h++) {
+      const __m256 lo = _mm512_castps512_ps256(acc[h]), hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[h]), 1));
+      scores[h * ATT_CHUNK + j] = hsum_f32_avx2(_mm256_add_ps(lo, hi)) * a->scale;
+    }
+#else
+    __m256 acc0[ATT_HEADS], acc1[ATT_HEADS];
+    for (int h = 0; h < nh; h++) acc0[h] = acc1[h] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= hd; i += 16) {
+      const __m256 k0 = NAME(kv_vec)(row, type, i), k1 = NAME(kv_vec)(row, type, i + 8);
+      for (int h = 0; h < nh; h++) {
+        acc0[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + i), k0, acc0[h]);
+        acc1[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + i + 8), k1, acc1[h]);
+      }
+    }
+    if (i < hd) { // 8 more
+      const __m256 k0 = NAME(kv_vec)(row, type, i);
+      for (int h = 0; h < nh; h++) acc0[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + i), k0, acc0[h]);
+    }
+    for (int h = 0; h < nh; h++) scores[h * ATT_CHUNK + j] = hsum_f32_avx2(_mm256_add_ps(acc0[h], acc1[h])) * a->scale;
+#endif
   }
 }
 
@@ -186,7 +210,7 @@ static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0,
   const float *q = a->q + (t * a->nHeads + kh * g) * hd;
   const uint8_t *k0 = a->k + j0 * a->rowBytes + kh * a->headBytes, *v0 = a->v + j0 * a->rowBytes + kh * a->headBytes;
 #if IMPL_AVX2
-  const int vec = hd % VL == 0;
+  const int vec = hd % VL == 0; // AVX2: 8, AVX-512: 16 (else the row-at-a-time code: same bits)
   if (vec) {
     if (a->type == T_F16) NAME(att_scores_t)(a, k0, T_F16, n, q, g, scores);
     else if (a->type == T_Q8_0) NAME(att_scores_t)(a, k0, T_Q8_0, n, q, g, scores);
@@ -311,5 +335,4 @@ static void NAME(kv_store)(const float *x, int64_t n, int type, uint8_t *dst) {
 #undef V_STOREF
 #undef V_LOADH
 #undef V_LOADI8
-#undef V_HSUM
 #endif
