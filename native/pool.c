@@ -2,9 +2,8 @@
 // workers 1..n-1 wait for a job by spinning briefly (back-to-back small kernels pay ~1 µs to
 // start), yielding the core every few µs, and then sleep on a condvar. The yield matters on a
 // busy machine: a spinning worker that shares a core with the caller otherwise holds it for its
-// whole time slice while the caller, who would publish the next job, waits (decode on 2 threads
-// ran at half the speed of 1 thread at load 5; with the yield, at about the speed of 1 thread or
-// better).
+// whole time slice while the caller, who would publish the next job, waits (on a loaded machine
+// decode on 2 threads ran at half the speed of 1 thread without the yield).
 //
 // Chunks are claimed from a shared counter, so a worker that lost its core (an oversubscribed
 // machine) never holds up a job: the caller takes the remaining chunks, closes the job, and waits
