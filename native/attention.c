@@ -1,12 +1,14 @@
 // Attention of T query rows over a KV cache (inference), as a flash-decoding pass: the visible
 // keys of each row are cut into chunks of ATT_CHUNK positions counted from the row's first
 // visible key (never by the thread count; and the same chunks wherever the cache's rows start,
-// so a sliding-window layer that dropped old rows gives the bits of a full cache); each chunk gives a partial softmax (its max, its exp-sum, its weighted sum of
-// values), and a row's chunks are merged in ascending order. Prompts run one (row, KV head) per
-// pool chunk and merge as they go; a few rows over a long cache (decode) run one
-// (row, KV head, chunk) per pool chunk, so that even 3 KV heads keep every thread busy, and
-// merge afterwards. Both do the same arithmetic in the same order: the same bits either way and
-// for any thread count. Bodies in attention_impl.h.
+// so a sliding-window layer that dropped old rows gives the bits of a full cache); each chunk
+// gives a partial softmax (its max, its exp-sum, its weighted sum of values), and a row's chunks
+// are merged in ascending order. Prompts run one (row, KV head) per pool chunk and merge as they
+// go; a few rows over a long cache (decode) run one (row, chunk of positions) per pool chunk,
+// every KV head in turn, so that even 3 KV heads keep every thread busy, and merge afterwards.
+// Both do the same arithmetic in the same order: the same bits either way and for any thread
+// count. Bodies in attention_impl.h, compiled portable, AVX2 and AVX-512; the AVX2 and AVX-512
+// passes give the same bits (the portable one sums scores in another order).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,23 @@ static inline int64_t attb_segment(const attb_t *b, int64_t item) {
 #define IMPL_HEADER "attention_impl.h"
 #include "isa_variants.h"
 
+// A third pass with 16-lane vectors (F16 → F32 by _mm512_cvtph_ps) where the CPU has AVX-512F.
+#if HAVE_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f")
+#define IMPL_AVX2 1
+#define IMPL_AVX512 1
+#define NAME(f) f##_avx512
+#include IMPL_HEADER
+#undef IMPL_AVX2
+#undef IMPL_AVX512
+#undef NAME
+#pragma GCC pop_options
+#define PICK_ATT(f) (toy_has_avx512 ? f##_avx512 : PICK(f))
+#else
+#define PICK_ATT(f) PICK(f)
+#endif
+
 /** Bytes of one cached row of n values of a KV-cache type (0: not a cache type / bad width). */
 size_t kv_row_bytes(int type, int64_t n) {
   switch (type) {
@@ -94,26 +113,25 @@ void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, i
   // The most chunks any row has: rows see at most nKeys keys (or window keys).
   const int64_t span = window > 0 && window < nKeys ? window : nKeys;
   const int64_t nChunks = (span + ATT_CHUNK - 1) / ATT_CHUNK;
-  const int64_t g = nHeads / nKV, stride = headDim + 2;
-  const size_t need = (size_t)(T * nKV * nChunks * g * stride) * sizeof(float);
+  const int64_t stride = headDim + 2;
+  const size_t need = (size_t)(T * nChunks * nHeads * stride) * sizeof(float);
   float *parts = T <= SPLIT_ROWS && nChunks > 1 && need <= SPLIT_MAX_BYTES ? split_parts(need) : NULL;
   if (parts) {
     a.nChunks = nChunks; a.parts = parts;
-    pool_for(PICK(att_chunks), &a, T * nKV * nChunks);
+    pool_for(PICK_ATT(att_chunks), &a, T * nChunks);
     // Merge each row's chunks in ascending order, as the whole-row path does.
     float *run = pool_scratch(0, 1, (size_t)stride * sizeof(float));
     for (int64_t t = 0; t < T; t++)
-      for (int64_t kh = 0; kh < nKV; kh++)
-        for (int64_t h = 0; h < g; h++) {
-          run[1] = 0.0f;
-          for (int64_t c = 0; c < nChunks; c++) PICK(att_merge)(run, parts + ((t * nKV + kh) * nChunks + c) * g * stride + h * stride, headDim);
-          att_finish(&a, t, kh * g + h, run);
-        }
+      for (int64_t h = 0; h < nHeads; h++) {
+        run[1] = 0.0f;
+        for (int64_t c = 0; c < nChunks; c++) PICK_ATT(att_merge)(run, parts + ((t * nChunks + c) * nHeads + h) * stride, headDim);
+        att_finish(&a, t, h, run);
+      }
     return;
   }
   const int64_t items = T * nKV;
-  if (items * nKeys * headDim < 32768) for (int64_t i = 0; i < items; i++) PICK(att_rows)(&a, i, 0);
-  else pool_for(PICK(att_rows), &a, items);
+  if (items * nKeys * headDim < 32768) for (int64_t i = 0; i < items; i++) PICK_ATT(att_rows)(&a, i, 0);
+  else pool_for(PICK_ATT(att_rows), &a, items);
 }
 
 // A growing buffer kept between calls (kernels run one at a time: the addon's lock).
@@ -128,9 +146,9 @@ static void *batch_buffer(void **buf, size_t *cap, size_t need) {
 
 // Attention of several sequences' rows, each over its own cache, in one call (a server's batch
 // of one decode row per conversation plus prompt chunks): one pool job for all of them instead
-// of one per sequence. Each (row, KV head) — or (row, KV head, chunk) — is computed by the
-// one-sequence code above on that sequence's att_t, and chunks merge in ascending order, so a
-// row gets the bits k_attention gives it alone, whatever the other sequences.
+// of one per sequence. Each (row, KV head) — or (row, chunk of positions, every KV head) — is
+// computed by the one-sequence code above on that sequence's att_t, and chunks merge in
+// ascending order, so a row gets the bits k_attention gives it alone, whatever the others.
 int k_attention_batch(const float *q, int type, int64_t nSeg, const toy_att_seg_t *segs, int64_t nHeads, int64_t nKV, int64_t headDim,
                       float scale, float softcap, int64_t window, int causal, float *out) {
   static void *segBuf = NULL, *firstBuf = NULL;
@@ -139,7 +157,7 @@ int k_attention_batch(const float *q, int type, int64_t nSeg, const toy_att_seg_
   att_t *a = batch_buffer(&segBuf, &segCap, (size_t)nSeg * sizeof(att_t));
   int64_t *first = batch_buffer(&firstBuf, &firstCap, (size_t)(nSeg + 1) * sizeof(int64_t));
   if (!a || !first) return 0;
-  const int64_t g = nHeads / nKV, stride = headDim + 2, rowBytes = (int64_t)kv_row_bytes(type, nKV * headDim);
+  const int64_t stride = headDim + 2, rowBytes = (int64_t)kv_row_bytes(type, nKV * headDim);
   int64_t rowItems = 0, chunkItems = 0, work = 0, maxChunks = 0;
   for (int64_t s = 0; s < nSeg; s++) {
     const toy_att_seg_t *sg = &segs[s];
@@ -151,22 +169,22 @@ int k_attention_batch(const float *q, int type, int64_t nSeg, const toy_att_seg_
     a[s].nChunks = span > 0 ? (span + ATT_CHUNK - 1) / ATT_CHUNK : 1;
     if (a[s].nChunks > maxChunks) maxChunks = a[s].nChunks;
     rowItems += sg->T * nKV;
-    chunkItems += sg->T * nKV * a[s].nChunks;
+    chunkItems += sg->T * a[s].nChunks;
     work += sg->T * nKV * sg->nKeys * headDim;
   }
   // Few rows over long caches: split them over positions too, so that every thread has work
   // (either way gives the same bits; this only decides how the work is cut).
-  const size_t need = (size_t)(chunkItems * g * stride) * sizeof(float);
+  const size_t need = (size_t)(chunkItems * nHeads * stride) * sizeof(float);
   float *parts = maxChunks > 1 && rowItems < 8 * (int64_t)pool_threads() && need <= SPLIT_MAX_BYTES ? split_parts(need) : NULL;
   attb_t b = { a, first, nSeg };
   int64_t n = 0;
   for (int64_t s = 0; s < nSeg; s++) {
     first[s] = n;
-    if (parts) { a[s].parts = parts + n * g * stride; n += a[s].T * nKV * a[s].nChunks; }
+    if (parts) { a[s].parts = parts + n * nHeads * stride; n += a[s].T * a[s].nChunks; }
     else n += a[s].T * nKV;
   }
   first[nSeg] = n;
-  const toy_chunk_fn fn = parts ? PICK(attb_chunks) : PICK(attb_rows);
+  const toy_chunk_fn fn = parts ? PICK_ATT(attb_chunks) : PICK_ATT(attb_rows);
   if (work < 32768) for (int64_t i = 0; i < n; i++) fn(&b, i, 0);
   else pool_for(fn, &b, n);
   if (!parts) return 1;
@@ -174,11 +192,10 @@ int k_attention_batch(const float *q, int type, int64_t nSeg, const toy_att_seg_
   float *run = pool_scratch(0, 1, (size_t)stride * sizeof(float));
   for (int64_t s = 0; s < nSeg; s++)
     for (int64_t t = 0; t < a[s].T; t++)
-      for (int64_t kh = 0; kh < nKV; kh++)
-        for (int64_t h = 0; h < g; h++) {
-          run[1] = 0.0f;
-          for (int64_t c = 0; c < a[s].nChunks; c++) PICK(att_merge)(run, a[s].parts + ((t * nKV + kh) * a[s].nChunks + c) * g * stride + h * stride, headDim);
-          att_finish(&a[s], t, kh * g + h, run);
-        }
+      for (int64_t h = 0; h < nHeads; h++) {
+        run[1] = 0.0f;
+        for (int64_t c = 0; c < a[s].nChunks; c++) PICK_ATT(att_merge)(run, a[s].parts + ((t * a[s].nChunks + c) * nHeads + h) * stride, headDim);
+        att_finish(&a[s], t, h, run);
+      }
   return 1;
 }

@@ -1,4 +1,4 @@
-// Inference attention over a KV cache, compiled twice by attention.c (portable / AVX2).
+// Inference attention over a KV cache, compiled three times by attention.c (portable / AVX2 / AVX-512).
 // Keys and values are read in the cache's own type (F32, F16, or Q8_0 blocks of 32 along a
 // head), one row of one KV head at a time, converted once and shared by the query heads of that
 // KV head (grouped-query attention reads each K/V row once for the whole group).
@@ -60,26 +60,171 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
   for (; i < n; i++) o[i] += e * x[i];
 }
 
+// The vector path (AVX2 and AVX-512 passes; heads whose size is a multiple of the vector width):
+// keys and values are converted in registers, never stored; the query heads of a KV head are
+// taken ATT_HEADS at a time so that one converted K (or V) vector serves all of them, and each
+// head's output sums stay in registers for a whole chunk (ATT_LANES vectors of it at a time).
+// Every score and every output lane is the same arithmetic as the row-at-a-time code below (a
+// score: att_dot; an output lane: 0, then fma(p_j, v_j, ·) for j in order), so the AVX2 and
+// AVX-512 passes give the same bits.
+#if IMPL_AVX2
+#define ATT_HEADS 4
+#if IMPL_AVX512
+#define VF __m512
+#define VL 16
+#define ATT_LANES 4
+#define V_ZERO() _mm512_setzero_ps()
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_LOADF(p) _mm512_loadu_ps(p)
+#define V_STOREF(p, v) _mm512_storeu_ps(p, v)
+#define V_LOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define V_LOADI8(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
+#else
+#define VF __m256
+#define VL 8
+#define ATT_LANES 2
+#define V_ZERO() _mm256_setzero_ps()
+#define V_SET1(x) _mm256_set1_ps(x)
+#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_MUL(a, b) _mm256_mul_ps(a, b)
+#define V_LOADF(p) _mm256_loadu_ps(p)
+#define V_STOREF(p, v) _mm256_storeu_ps(p, v)
+#define V_LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define V_LOADI8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
+#endif
+
+// VL values of a cached head slice from value i (i a multiple of 8; Q8_0: d · q, as kv_row).
+TOY_INLINE VF NAME(kv_vec)(const uint8_t *row, int type, int64_t i) {
+  if (type == T_F32) return V_LOADF((const float *)row + i);
+  if (type == T_F16) return V_LOADH((const uint16_t *)row + i);
+  const uint8_t *blk = row + (i / 32) * 34;
+  uint16_t dh; memcpy(&dh, blk, 2);
+  return V_MUL(V_SET1(_cvtsh_ss(dh)), V_LOADI8(blk + 2 + i % 32)); // F16C: f16_to_f32 exactly
+}
+
+// scores[h · ATT_CHUNK + j] = scale · q_h · k_j for nh (≤ ATT_HEADS) heads from q, keys j < n, in
+// att_dot's order: two 8-lane FMA chains (columns 16c..16c+7 and 16c+8..16c+15), the columns
+// past a multiple of 16 into the first, then the hsum of their sum. AVX-512 keeps both chains in
+// one register (its low and high halves are exactly those columns), so both passes give att_dot's
+// bits (hd a multiple of 16 there).
+TOY_INLINE void NAME(att_scores_vec)(const att_t *a, const uint8_t *k, int type, int64_t n, const float *q, int nh, float *scores) {
+  const int64_t hd = a->headDim;
+  for (int64_t j = 0; j < n; j++) {
+    const uint8_t *row = k + j * a->rowBytes;
+#if IMPL_AVX512
+    __m512 acc[ATT_HEADS];
+    for (int h = 0; h < nh; h++) acc[h] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < hd; i += 16) {
+      const __m512 kv = NAME(kv_vec)(row, type, i);
+      for (int h = 0; h < nh; h++) acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * hd + i), kv, acc[h]);
+    }
+    for (int h = 0; h < nh; h++) {
+      const __m256 lo = _mm512_castps512_ps256(acc[h]), hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[h]), 1));
+      scores[h * ATT_CHUNK + j] = hsum_f32_avx2(_mm256_add_ps(lo, hi)) * a->scale;
+    }
+#else
+    __m256 acc0[ATT_HEADS], acc1[ATT_HEADS];
+    for (int h = 0; h < nh; h++) acc0[h] = acc1[h] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= hd; i += 16) {
+      const __m256 k0 = NAME(kv_vec)(row, type, i), k1 = NAME(kv_vec)(row, type, i + 8);
+      for (int h = 0; h < nh; h++) {
+        acc0[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + i), k0, acc0[h]);
+        acc1[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + i + 8), k1, acc1[h]);
+      }
+    }
+    if (i < hd) { // 8 more
+      const __m256 k0 = NAME(kv_vec)(row, type, i);
+      for (int h = 0; h < nh; h++) acc0[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + i), k0, acc0[h]);
+    }
+    for (int h = 0; h < nh; h++) scores[h * ATT_CHUNK + j] = hsum_f32_avx2(_mm256_add_ps(acc0[h], acc1[h])) * a->scale;
+#endif
+  }
+}
+
+// out_h[i0 .. i0 + nl·VL) = Σ_j p_h[j] v_j over keys j < n, for nh heads (out rows `stride` apart).
+TOY_INLINE void NAME(att_values_vec)(const att_t *a, const uint8_t *v, int type, int64_t n, int64_t i0, int nl, int nh,
+                                    const float *p, float *out, int64_t stride) {
+  VF acc[ATT_HEADS][ATT_LANES];
+  for (int h = 0; h < nh; h++)
+    for (int l = 0; l < nl; l++) acc[h][l] = V_ZERO();
+  for (int64_t j = 0; j < n; j++) {
+    const uint8_t *row = v + j * a->rowBytes;
+    VF e[ATT_HEADS];
+    for (int h = 0; h < nh; h++) e[h] = V_SET1(p[h * ATT_CHUNK + j]);
+    for (int l = 0; l < nl; l++) {
+      const VF x = NAME(kv_vec)(row, type, i0 + l * VL);
+      for (int h = 0; h < nh; h++) acc[h][l] = V_FMA(e[h], x, acc[h][l]);
+    }
+  }
+  for (int h = 0; h < nh; h++)
+    for (int l = 0; l < nl; l++) V_STOREF(out + h * stride + i0 + l * VL, acc[h][l]);
+}
+
+// Both, for one cache type (a constant after inlining) and any number of heads.
+TOY_INLINE void NAME(att_scores_t)(const att_t *a, const uint8_t *k, int type, int64_t n, const float *q, int64_t g, float *scores) {
+  for (int64_t h0 = 0; h0 < g; h0 += ATT_HEADS) {
+    const int64_t nh = g - h0 < ATT_HEADS ? g - h0 : ATT_HEADS;
+    const float *qh = q + h0 * a->headDim;
+    float *sh = scores + h0 * ATT_CHUNK;
+    switch (nh) { // constant head counts: the accumulators stay in registers
+      case 1: NAME(att_scores_vec)(a, k, type, n, qh, 1, sh); break;
+      case 2: NAME(att_scores_vec)(a, k, type, n, qh, 2, sh); break;
+      case 3: NAME(att_scores_vec)(a, k, type, n, qh, 3, sh); break;
+      default: NAME(att_scores_vec)(a, k, type, n, qh, 4, sh); break;
+    }
+  }
+}
+TOY_INLINE void NAME(att_values_t)(const att_t *a, const uint8_t *v, int type, int64_t n, const float *p, int64_t g, float *out, int64_t stride) {
+  const int64_t hd = a->headDim;
+  for (int64_t h0 = 0; h0 < g; h0 += ATT_HEADS) {
+    const int64_t nh = g - h0 < ATT_HEADS ? g - h0 : ATT_HEADS;
+    const float *ph = p + h0 * ATT_CHUNK;
+    float *oh = out + h0 * stride;
+    for (int64_t i0 = 0; i0 < hd; i0 += ATT_LANES * VL) {
+      const int full = hd - i0 >= ATT_LANES * VL;
+#define ATT_V(NH) do { if (full) NAME(att_values_vec)(a, v, type, n, i0, ATT_LANES, NH, ph, oh, stride); \
+                       else for (int64_t i = i0; i < hd; i += VL) NAME(att_values_vec)(a, v, type, n, i, 1, NH, ph, oh, stride); } while (0)
+      switch (nh) {
+        case 1: ATT_V(1); break;
+        case 2: ATT_V(2); break;
+        case 3: ATT_V(3); break;
+        default: ATT_V(4); break;
+      }
+#undef ATT_V
+    }
+  }
+}
+#endif
+
 /**
  * The partial softmax of query row t, for the `group` query heads of KV head kh, over keys
- * [j0, j1): per head, part = { m: max score, s: Σ e^(score − m), acc[hd]: Σ e^(score − m) v }.
- * scratch: group · ATT_CHUNK scores + hd floats for a converted row; vbuf: ATT_CHUNK · hd floats
- * for the chunk's value rows (the AVX2 path converts them once for all heads of the group).
+ * [j0, j1): per head, part = { m: max score, s: Σ e^(score − m), acc[hd]: Σ e^(score − m) v }
+ * (heads hd + 2 floats apart). scratch: group · ATT_CHUNK scores + hd floats for a converted row.
  */
-static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0, int64_t j1, float *part, float *scratch, float *vbuf) {
+static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0, int64_t j1, float *part, float *scratch) {
   const int64_t hd = a->headDim, g = a->nHeads / a->nKV, n = j1 - j0, stride = hd + 2;
   float *scores = scratch, *tmp = scratch + g * ATT_CHUNK;
   const float *q = a->q + (t * a->nHeads + kh * g) * hd;
+  const uint8_t *k0 = a->k + j0 * a->rowBytes + kh * a->headBytes, *v0 = a->v + j0 * a->rowBytes + kh * a->headBytes;
+#if IMPL_AVX2
+  const int vec = hd % VL == 0; // AVX2: 8, AVX-512: 16 (else the row-at-a-time code: same bits)
+  if (vec) {
+    if (a->type == T_F16) NAME(att_scores_t)(a, k0, T_F16, n, q, g, scores);
+    else if (a->type == T_Q8_0) NAME(att_scores_t)(a, k0, T_Q8_0, n, q, g, scores);
+    else NAME(att_scores_t)(a, k0, T_F32, n, q, g, scores);
+  } else
+#endif
   for (int64_t j = 0; j < n; j++) {
-    const float *k = NAME(kv_row)(a->k + (j0 + j) * a->rowBytes + kh * a->headBytes, a->type, hd, tmp);
-    for (int64_t h = 0; h < g; h++) {
-      float s = NAME(att_dot)(q + h * hd, k, hd) * a->scale;
-      if (a->softcap > 0) s = a->softcap * tanhf(s / a->softcap);
-      scores[h * ATT_CHUNK + j] = s;
-    }
+    const float *k = NAME(kv_row)(k0 + j * a->rowBytes, a->type, hd, tmp);
+    for (int64_t h = 0; h < g; h++) scores[h * ATT_CHUNK + j] = NAME(att_dot)(q + h * hd, k, hd) * a->scale;
   }
   for (int64_t h = 0; h < g; h++) {
     float *sc = scores + h * ATT_CHUNK, *p = part + h * stride;
+    if (a->softcap > 0)
+      for (int64_t j = 0; j < n; j++) sc[j] = a->softcap * tanhf(sc[j] / a->softcap);
     float max = -INFINITY;
     for (int64_t j = 0; j < n; j++) if (sc[j] > max) max = sc[j];
     int64_t j = 0;
@@ -89,47 +234,18 @@ static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0,
 #endif
     for (; j < n; j++) { sc[j] = expf(sc[j] - max); sum += sc[j]; }
     p[0] = max; p[1] = sum;
-    memset(p + 2, 0, hd * sizeof(float));
   }
 #if IMPL_AVX2
-  if (hd % 8 == 0) {
-    // Each head's weighted sum of values kept in registers over the chunk's keys, 8 vectors at a
-    // time: per output value the same fused multiply-adds in the same order as the loop below
-    // (the same bits), without storing and reloading the sums after every key.
-    const float *vr[ATT_CHUNK];
-    for (int64_t j = 0; j < n; j++) vr[j] = NAME(kv_row)(a->v + (j0 + j) * a->rowBytes + kh * a->headBytes, a->type, hd, vbuf + j * hd);
-    for (int64_t h = 0; h < g; h++) {
-      const float *e = scores + h * ATT_CHUNK;
-      float *o = part + h * stride + 2;
-      int64_t i = 0;
-      for (; i + 64 <= hd; i += 64) {
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-        for (int64_t j = 0; j < n; j++) {
-          const __m256 ev = _mm256_set1_ps(e[j]);
-          const float *x = vr[j] + i;
-          s0 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x), s0);
-          s1 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 8), s1);
-          s2 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 16), s2);
-          s3 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 24), s3);
-          s4 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 32), s4);
-          s5 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 40), s5);
-          s6 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 48), s6);
-          s7 = _mm256_fmadd_ps(ev, _mm256_loadu_ps(x + 56), s7);
-        }
-        _mm256_storeu_ps(o + i, s0); _mm256_storeu_ps(o + i + 8, s1); _mm256_storeu_ps(o + i + 16, s2); _mm256_storeu_ps(o + i + 24, s3);
-        _mm256_storeu_ps(o + i + 32, s4); _mm256_storeu_ps(o + i + 40, s5); _mm256_storeu_ps(o + i + 48, s6); _mm256_storeu_ps(o + i + 56, s7);
-      }
-      for (; i < hd; i += 8) {
-        __m256 s = _mm256_setzero_ps();
-        for (int64_t j = 0; j < n; j++) s = _mm256_fmadd_ps(_mm256_set1_ps(e[j]), _mm256_loadu_ps(vr[j] + i), s);
-        _mm256_storeu_ps(o + i, s);
-      }
-    }
+  if (vec) {
+    if (a->type == T_F16) NAME(att_values_t)(a, v0, T_F16, n, scores, g, part + 2, stride);
+    else if (a->type == T_Q8_0) NAME(att_values_t)(a, v0, T_Q8_0, n, scores, g, part + 2, stride);
+    else NAME(att_values_t)(a, v0, T_F32, n, scores, g, part + 2, stride);
     return;
   }
 #endif
+  for (int64_t h = 0; h < g; h++) memset(part + h * stride + 2, 0, hd * sizeof(float));
   for (int64_t j = 0; j < n; j++) {
-    const float *v = NAME(kv_row)(a->v + (j0 + j) * a->rowBytes + kh * a->headBytes, a->type, hd, tmp);
+    const float *v = NAME(kv_row)(v0 + j * a->rowBytes, a->type, hd, tmp);
     for (int64_t h = 0; h < g; h++) NAME(att_axpy)(part + h * stride + 2, scores[h * ATT_CHUNK + j], v, hd);
   }
 }
@@ -152,31 +268,33 @@ static void NAME(att_merge)(float *run, const float *part, int64_t hd) {
 static void NAME(att_rows)(void *p, int64_t item, int ith) {
   const att_t *a = p;
   const int64_t t = item / a->nKV, kh = item % a->nKV, hd = a->headDim, g = a->nHeads / a->nKV, stride = hd + 2;
-  float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd + 2 * g * stride + ATT_CHUNK * hd) * sizeof(float));
-  float *part = scratch + g * ATT_CHUNK + hd, *run = part + g * stride, *vbuf = run + g * stride;
+  float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd + 2 * g * stride) * sizeof(float));
+  float *part = scratch + g * ATT_CHUNK + hd, *run = part + g * stride;
   for (int64_t h = 0; h < g; h++) run[h * stride + 1] = 0.0f;
   int64_t first, last;
   att_range(a, t, &first, &last);
   for (int64_t j0 = first; j0 <= last; j0 += ATT_CHUNK) {
     const int64_t j1 = j0 + ATT_CHUNK <= last + 1 ? j0 + ATT_CHUNK : last + 1;
-    NAME(att_partial)(a, t, kh, j0, j1, part, scratch, vbuf);
+    NAME(att_partial)(a, t, kh, j0, j1, part, scratch);
     for (int64_t h = 0; h < g; h++) NAME(att_merge)(run + h * stride, part + h * stride, hd);
   }
   for (int64_t h = 0; h < g; h++) att_finish(a, t, kh * g + h, run + h * stride);
 }
 
-// Split over positions: item = (t, kh, chunk); each writes its partials to a->parts.
+// Split over positions: item = (t, chunk), every KV head in turn; each writes its partials to
+// a->parts ((t, chunk, head) order).
 static void NAME(att_chunks)(void *p, int64_t item, int ith) {
   const att_t *a = p;
-  const int64_t c = item % a->nChunks, tk = item / a->nChunks, t = tk / a->nKV, kh = tk % a->nKV;
-  const int64_t hd = a->headDim, g = a->nHeads / a->nKV;
-  float *part = a->parts + item * g * (hd + 2);
+  const int64_t c = item % a->nChunks, t = item / a->nChunks;
+  const int64_t hd = a->headDim;
+  float *part = a->parts + item * a->nHeads * (hd + 2);
   int64_t first, last;
   att_range(a, t, &first, &last);
   const int64_t j0 = first + c * ATT_CHUNK, j1 = j0 + ATT_CHUNK <= last + 1 ? j0 + ATT_CHUNK : last + 1;
-  if (j1 <= j0) { for (int64_t h = 0; h < g; h++) part[h * (hd + 2) + 1] = 0.0f; return; }
-  float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd + ATT_CHUNK * hd) * sizeof(float));
-  NAME(att_partial)(a, t, kh, j0, j1, part, scratch, scratch + g * ATT_CHUNK + hd);
+  if (j1 <= j0) { for (int64_t h = 0; h < a->nHeads; h++) part[h * (hd + 2) + 1] = 0.0f; return; }
+  const int64_t g = a->nHeads / a->nKV;
+  float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd) * sizeof(float));
+  for (int64_t kh = 0; kh < a->nKV; kh++) NAME(att_partial)(a, t, kh, j0, j1, part + kh * g * (hd + 2), scratch);
 }
 
 // A batch of sequences (k_attention_batch): item → (segment, its own item number), then the
@@ -216,3 +334,18 @@ static void NAME(kv_store)(const float *x, int64_t n, int type, uint8_t *dst) {
     for (int j = 0; j < 32; j++) blk[2 + j] = (uint8_t)(int8_t)roundf(v[j] * id);
   }
 }
+
+#if IMPL_AVX2
+#undef ATT_HEADS
+#undef VF
+#undef VL
+#undef ATT_LANES
+#undef V_ZERO
+#undef V_SET1
+#undef V_FMA
+#undef V_MUL
+#undef V_LOADF
+#undef V_STOREF
+#undef V_LOADH
+#undef V_LOADI8
+#endif
