@@ -14,7 +14,7 @@ import { GpuWeights } from "../backends/webgpu/weights.js";
 import { GpuKVCache } from "../blocks/gpuKVCache.js";
 import { GpuOps } from "../blocks/gpuOps.js";
 import { RopeTables } from "../blocks/inferenceOps.js";
-import type { KVCache, Segment } from "../blocks/kvCache.js";
+import { layoutBatch, type KVCache } from "../blocks/kvCache.js";
 import { checkKVType, DEFAULT_KV_TYPE } from "../blocks/kvCacheTypes.js";
 import { BackendError, ToyError } from "../errors.js";
 import { typeName } from "../io/gguf/types.js";
@@ -53,22 +53,11 @@ export function buildGpuModel(arch: Architecture, file: GGUFFile, config: ModelC
 
   /** Record the forward of these sequences; returns the recorder and the output [S | N, vocab]. */
   function record(sequences: readonly { ids: Int32Array; cache: KVCache }[], allRows: boolean) {
-    const segments: Segment[] = [];
-    let start = 0;
-    for (const { ids, cache } of sequences) {
-      if (ids.length === 0) throw new RangeError("forward: a sequence with no tokens");
+    for (const { cache } of sequences) {
       if (!(cache instanceof GpuKVCache)) throw new ToyError("webgpu: this cache was not made by this model's newCache()");
-      if (segments.some((s) => s.cache === cache)) throw new RangeError("forward: two sequences share one cache");
-      cache.reserve(ids.length);
-      segments.push({ cache, start, length: ids.length, pos0: cache.length });
-      start += ids.length;
     }
-    const ids = new Int32Array(start), positions = new Int32Array(start);
-    for (const [i, s] of segments.entries()) {
-      ids.set(sequences[i].ids, s.start);
-      for (let t = 0; t < s.length; t++) positions[s.start + t] = s.pos0 + t;
-    }
-    const lastRows = allRows ? null : segments.map((s) => s.start + s.length - 1);
+    const batch = layoutBatch(sequences);
+    const { segments, ids, positions } = batch, lastRows = allRows ? null : batch.lastRows;
     const rec = new Recorder(rt);
     const out = forward(new GpuOps(rec, weights, ropes, segments, positions, lastRows), config, ids);
     const advance = () => { for (const s of segments) s.cache!.length += s.length; };

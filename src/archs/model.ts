@@ -2,7 +2,7 @@
 
 import type { Device } from "../backends/kernels.js";
 import { InferenceOps, RopeTables } from "../blocks/inferenceOps.js";
-import { KVCache, type Segment } from "../blocks/kvCache.js";
+import { KVCache, layoutBatch } from "../blocks/kvCache.js";
 import { checkKVType, DEFAULT_KV_TYPE, type KVType } from "../blocks/kvCacheTypes.js";
 import type { Ops, Value } from "../blocks/ops.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
@@ -103,26 +103,13 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
   };
 
   function run(sequences: readonly { ids: Int32Array; cache: KVCache }[], allRows: boolean): Tensor {
-    const segments: Segment[] = [];
-    let start = 0;
-    for (const { ids, cache } of sequences) {
-      if (ids.length === 0) throw new RangeError("forward: a sequence with no tokens");
-      if (segments.some((s) => s.cache === cache)) throw new RangeError("forward: two sequences share one cache");
-      cache.reserve(ids.length);
-      segments.push({ cache, start, length: ids.length, pos0: cache.length });
-      start += ids.length;
-    }
-    const ids = new Int32Array(start), positions = new Int32Array(start);
-    for (const [i, s] of segments.entries()) {
-      ids.set(sequences[i].ids, s.start);
-      for (let t = 0; t < s.length; t++) positions[s.start + t] = s.pos0 + t;
-    }
-    const lastRows = allRows ? null : segments.map((s) => s.start + s.length - 1);
+    const batch = layoutBatch(sequences);
+    const { segments, ids, positions } = batch, lastRows = allRows ? null : batch.lastRows;
     const ops = new InferenceOps(weights, ropes, device, segments, positions, lastRows);
     // Decode steps (one row per sequence) reuse their activation arrays; longer forwards spread
     // their allocation over many rows, and keeping their arrays would hold T rows' worth.
     let out: Tensor;
-    if (start <= WORKSPACE_ROWS) {
+    if (ids.length <= WORKSPACE_ROWS) {
       out = workspace.run(() => forward(ops, config, ids), (logits) => logits.data);
     } else {
       workspace.release(); // not held through a long forward's own peak

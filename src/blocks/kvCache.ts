@@ -144,3 +144,26 @@ export interface Segment {
   /** Position of the segment's first row (cache.length before the forward). */
   pos0: number;
 }
+
+/** A batch of sequences laid out one after another: each one's segment, the batch's token ids
+ *  and positions, and each sequence's last row (the rows a decode step wants logits of). Every
+ *  cache is reserved for its new rows. */
+export function layoutBatch(sequences: readonly { ids: Int32Array; cache: KVCache }[]): {
+  segments: Segment[]; ids: Int32Array; positions: Int32Array; lastRows: number[];
+} {
+  const segments: Segment[] = [];
+  let start = 0;
+  for (const { ids, cache } of sequences) {
+    if (ids.length === 0) throw new RangeError("forward: a sequence with no tokens");
+    if (segments.some((s) => s.cache === cache)) throw new RangeError("forward: two sequences share one cache");
+    cache.reserve(ids.length);
+    segments.push({ cache, start, length: ids.length, pos0: cache.length });
+    start += ids.length;
+  }
+  const ids = new Int32Array(start), positions = new Int32Array(start);
+  for (const [i, s] of segments.entries()) {
+    ids.set(sequences[i].ids, s.start);
+    for (let t = 0; t < s.length; t++) positions[s.start + t] = s.pos0 + t;
+  }
+  return { segments, ids, positions, lastRows: segments.map((s) => s.start + s.length - 1) };
+}

@@ -87,53 +87,49 @@ class TokenScorer {
   }
 }
 
+type WindowOptions = ScoreOptions & { window: number; maxTokens?: number };
+
+/** The first `maxTokens` tokens cut into whole windows of `window` (a usage error when none fits). */
+function cutWindows(model: LanguageModel, ids: number[], opts: WindowOptions): number[][] {
+  if (opts.window < 2) throw new ToyError(`--window ${opts.window} is too small (at least 2)`, EXIT.usage);
+  if (opts.window > model.contextLength) {
+    throw new ToyError(`--window ${opts.window} is larger than the model's context (${model.contextLength} tokens)`, EXIT.usage);
+  }
+  const kept = ids.slice(0, opts.maxTokens ?? ids.length);
+  const nWindows = Math.floor(kept.length / opts.window);
+  if (nWindows === 0) throw new ToyError(`the input has ${kept.length} tokens, fewer than one window of ${opts.window}`, EXIT.usage);
+  return Array.from({ length: nWindows }, (_, w) => kept.slice(w * opts.window, (w + 1) * opts.window));
+}
+
+/** The windows' scores as one: their positions in order, the mean NLL over every scored token. */
+function joinWindows(windows: number[][], scores: Scores[]): Scores {
+  const positions = scores.flatMap((s) => s.positions);
+  const scored = scores.reduce((n, s) => n + s.tokensScored, 0);
+  const nll = scores.reduce((sum, s) => sum + s.nll * s.tokensScored, 0) / scored;
+  return { tokens: windows.flat(), positions, nll, perplexity: Math.exp(nll), tokensScored: scored };
+}
+
 /**
  * Perplexity by windows: keep the first `maxTokens` tokens, cut them into windows of `window`,
  * score each from an empty cache (every token after the window's first).
  */
-export function scoreWindows(model: LanguageModel, ids: number[], opts: ScoreOptions & { window: number; maxTokens?: number }): Scores {
-  if (opts.window < 2) throw new ToyError(`--window ${opts.window} is too small (at least 2)`, EXIT.usage);
-  if (opts.window > model.contextLength) {
-    throw new ToyError(`--window ${opts.window} is larger than the model's context (${model.contextLength} tokens)`, EXIT.usage);
-  }
-  const kept = ids.slice(0, opts.maxTokens ?? ids.length);
-  const nWindows = Math.floor(kept.length / opts.window);
-  if (nWindows === 0) throw new ToyError(`the input has ${kept.length} tokens, fewer than one window of ${opts.window}`, EXIT.usage);
-  const positions: PositionScore[] = [];
-  let nllSum = 0, scored = 0;
-  for (let w = 0; w < nWindows; w++) {
-    const win = kept.slice(w * opts.window, (w + 1) * opts.window);
+export function scoreWindows(model: LanguageModel, ids: number[], opts: WindowOptions): Scores {
+  const windows = cutWindows(model, ids, opts);
+  const scores = windows.map((win, w) => {
     const s = scoreTokens(model, win, { ...opts, onProgress: undefined });
-    positions.push(...s.positions);
-    nllSum += s.nll * s.tokensScored;
-    scored += s.tokensScored;
-    opts.onProgress?.(w + 1, nWindows);
-  }
-  const tokens = kept.slice(0, nWindows * opts.window);
-  const nll = nllSum / scored;
-  return { tokens, positions, nll, perplexity: Math.exp(nll), tokensScored: scored };
+    opts.onProgress?.(w + 1, windows.length);
+    return s;
+  });
+  return joinWindows(windows, scores);
 }
 
 /** scoreWindows for a model whose forward answers asynchronously (webgpu). */
-export async function scoreWindowsAsync(model: LanguageModel, ids: number[], opts: ScoreOptions & { window: number; maxTokens?: number }): Promise<Scores> {
-  if (opts.window < 2) throw new ToyError(`--window ${opts.window} is too small (at least 2)`, EXIT.usage);
-  if (opts.window > model.contextLength) {
-    throw new ToyError(`--window ${opts.window} is larger than the model's context (${model.contextLength} tokens)`, EXIT.usage);
+export async function scoreWindowsAsync(model: LanguageModel, ids: number[], opts: WindowOptions): Promise<Scores> {
+  const windows = cutWindows(model, ids, opts);
+  const scores: Scores[] = [];
+  for (const [w, win] of windows.entries()) {
+    scores.push(await scoreTokensAsync(model, win, { ...opts, onProgress: undefined }));
+    opts.onProgress?.(w + 1, windows.length);
   }
-  const kept = ids.slice(0, opts.maxTokens ?? ids.length);
-  const nWindows = Math.floor(kept.length / opts.window);
-  if (nWindows === 0) throw new ToyError(`the input has ${kept.length} tokens, fewer than one window of ${opts.window}`, EXIT.usage);
-  const positions: PositionScore[] = [];
-  let nllSum = 0, scored = 0;
-  for (let w = 0; w < nWindows; w++) {
-    const win = kept.slice(w * opts.window, (w + 1) * opts.window);
-    const s = await scoreTokensAsync(model, win, { ...opts, onProgress: undefined });
-    positions.push(...s.positions);
-    nllSum += s.nll * s.tokensScored;
-    scored += s.tokensScored;
-    opts.onProgress?.(w + 1, nWindows);
-  }
-  const tokens = kept.slice(0, nWindows * opts.window);
-  const nll = nllSum / scored;
-  return { tokens, positions, nll, perplexity: Math.exp(nll), tokensScored: scored };
+  return joinWindows(windows, scores);
 }
