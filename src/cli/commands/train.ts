@@ -6,9 +6,9 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { UsageError } from "../../errors.js";
 import { DEFAULT_TRAIN_OPTIONS } from "../../train/trainer.js";
-import { DATA_FORMATS, type DataFormat } from "../../io/runs/corpus.js";
+import { DATA_FORMATS } from "../../io/runs/corpus.js";
 import { DEFAULT_SCRATCH_CONFIG, SCRATCH_CONFIGS } from "../../recipes/fromScratch.js";
-import { DEFAULT_JOB_SCRATCH_CONFIG, LANGUAGE_MODEL_DEFAULTS, LORA_JOB_DEFAULTS, trainLanguageModel, type LanguageModelRecipe } from "../../recipes/languageModelJob.js";
+import { DEFAULT_JOB_SCRATCH_CONFIG, LANGUAGE_MODEL_DEFAULTS, LORA_JOB_DEFAULTS, trainLanguageModel, type LanguageModelJob, type LanguageModelRecipe } from "../../recipes/languageModelJob.js";
 import { resumeTraining } from "../../recipes/resumeJob.js";
 import { DEFAULT_RUNS_DIR } from "../../recipes/jobCommon.js";
 import { float, int } from "../common.js";
@@ -19,18 +19,10 @@ import { backendOptions } from "./options.js";
 
 type Recipe = LanguageModelRecipe;
 
-interface TrainFlags extends CommonTrainFlags {
-  model?: string;
+/** The flags of the job's own options (commander names them as the job does), and --config. */
+interface TrainFlags extends CommonTrainFlags,
+  Pick<LanguageModelJob, "model" | "data" | "dataFormat" | "ids" | "seq" | "accum" | "rank" | "alpha" | "targets" | "merge"> {
   config?: string;
-  data?: string;
-  dataFormat?: DataFormat;
-  ids?: string;
-  seq: number;
-  accum: number;
-  rank?: number;
-  alpha?: number;
-  targets?: string[];
-  merge?: boolean;
 }
 
 function targetList(value: string): string[] {
