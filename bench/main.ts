@@ -1,15 +1,20 @@
 // npm run bench [-- --json] [--quick] [--models F32,Q4_1,…] [--tests pp128,tg64@4096] [--threads 1,2]
 //                  [--reps 3] [--peers llama.cpp,node-llama-cpp] [--cache-type f16] [--only inference|training]
+//                  [--backend cpu|webgpu] [--files a.gguf,b.gguf]
 //
 // toy's cpu backend next to llama.cpp on the same GGUF files with the same threads, test by test
 // (bench/tests.ts: ppN, tgN@D), each run in its own process, toy and the peers interleaved run by
 // run, medians of --reps; peak resident memory of every process; the memory-bandwidth bound of
 // decode (bench/bounds.ts). Then the training rows against PyTorch (bench/training.ts).
+// --backend webgpu measures toy's webgpu backend instead, next to llama.cpp built with its own
+// GPU backend (CUDA where nvcc is found, else Vulkan; bench/peers.ts) with every layer offloaded
+// (-ngl 99); the threads are then llama.cpp's host threads, and there is no bandwidth bound (the
+// GPU's is not known here). --files benchmarks the given GGUF files instead of the SmolLM2 grid.
 // docs/performance.md has the method and the current tables.
 
 import { Command, Option } from "commander";
 import { cpus, loadavg } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { supportedArchitectures } from "../src/archs/index.js";
 import { cpuBackend } from "../src/backends/index.js";
@@ -17,7 +22,7 @@ import { readGGUFHeader } from "../src/io/gguf/reader.js";
 import { fixturesDir } from "../test/helpers/fixtures.js";
 import { kvBytesPerToken, weightBytesPerToken } from "./bounds.js";
 import { BENCH_TYPES, ensureSmolModel, GEMMA3_NAME, gemma3Path, type BenchModel, type BenchType } from "./models.js";
-import { ensureLlamaCpp, ensureNodeLlamaCpp, llamaBench, runMeasured, type LlamaCpp, type Measurement } from "./peers.js";
+import { ensureLlamaCpp, ensureLlamaCppGpu, ensureNodeLlamaCpp, llamaBench, runMeasured, type LlamaCpp, type Measurement } from "./peers.js";
 import { DEFAULT_TESTS, parseTest, type BenchTest } from "./tests.js";
 import { trainingRows, printTraining, TRAINING_ROWS, type TrainingOptions } from "./training.js";
 import { existsSync } from "node:fs";
@@ -39,17 +44,24 @@ const program = new Command("bench")
   .addOption(new Option("--only <part>", "run only one part").choices(["inference", "training"]))
   .option("--training <list>", `training rows: ${TRAINING_ROWS.join(",")}`, TRAINING_ROWS.join(","))
   .option("--torch <list>", "PyTorch peers of the training rows: eager,compile (none: toy alone)", "eager,compile")
-  .option("--steps <n>", "timed training steps per process (after 2 warm-up steps)", "3");
+  .option("--steps <n>", "timed training steps per process (after 2 warm-up steps)", "3")
+  .addOption(new Option("--backend <name>", "toy's backend for the inference grid (webgpu: next to llama.cpp's GPU build, -ngl 99)").choices(["cpu", "webgpu"]).default("cpu"))
+  .option("--files <list>", "GGUF files to measure instead of the SmolLM2 grid (labelled by file name)");
 program.parse();
 const opts = program.opts();
 const quick = Boolean(opts.quick);
 const src = (name: string) => program.getOptionValueSource(name);
 const json = Boolean(opts.json);
 const reps = quick && src("reps") === "default" ? 1 : Number(opts.reps);
-const threadCounts = (quick && src("threads") === "default" ? ["2"] : list(opts.threads)).map(Number);
+// On webgpu the threads are llama.cpp's host threads: its default, one per core, unless told.
+const threadCounts = (src("threads") !== "default" ? list(opts.threads) : opts.backend === "webgpu" ? [String(cpus().length)] : quick ? ["2"] : list(opts.threads)).map(Number);
 const testNames = quick && src("tests") === "default" ? ["pp128", "tg64", "tg64@1024"] : list(opts.tests);
 const modelNames = opts.models ? list(opts.models) : quick ? ["Q4_1", "Q4_K_M"] : [...BENCH_TYPES, GEMMA3_NAME];
-const peers = list(opts.peers) as Peer[];
+const backend = String(opts.backend) as "cpu" | "webgpu";
+const onGpu = backend === "webgpu";
+// node-llama-cpp's prebuilt binary is the CPU build: no GPU peer.
+const peers = (list(opts.peers) as Peer[]).filter((p) => !(onGpu && p === "node-llama-cpp"));
+const files = opts.files ? list(opts.files) : null;
 const cacheType = String(opts.cacheType);
 const log = (s: string) => process.stderr.write(s + "\n");
 
@@ -75,8 +87,8 @@ const fmt = (x: number | undefined, digits = 1) => (x === undefined || !Number.i
 const lastLine = (s: string) => s.trim().split("\n").at(-1) ?? "";
 const errorOf = (stderr: string) => stderr.trim().split("\n").filter(Boolean).slice(-2).join(" | ");
 
-async function toyRun(model: string, threads: number, test: BenchTest): Promise<(Measurement & { cache_type: string }) | { error: string }> {
-  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "toyRun.js"), model, String(threads), test.name, cacheType]);
+async function toyRun(model: string, threads: number, test: BenchTest): Promise<(Measurement & { cache_type: string; adapter?: string }) | { error: string }> {
+  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "toyRun.js"), model, String(threads), test.name, cacheType, backend]);
   if (r.status !== 0) return { error: errorOf(r.stderr) };
   return JSON.parse(lastLine(r.stdout));
 }
@@ -90,6 +102,13 @@ async function nodeLlamaCppRun(peerDir: string, model: string, threads: number, 
 /** The grid's models that exist (made on first use), and the ones skipped with the reason. */
 function resolveModels(llama: LlamaCpp | null): { models: BenchModel[]; skipped: { name: string; reason: string }[] } {
   const models: BenchModel[] = [], skipped: { name: string; reason: string }[] = [];
+  if (files) {
+    for (const path of files) {
+      if (existsSync(path)) models.push({ name: basename(path), label: basename(path).replace(/\.gguf$/, ""), path });
+      else skipped.push({ name: path, reason: "no such file" });
+    }
+    return { models, skipped };
+  }
   const fx = fixturesDir();
   for (const name of modelNames) {
     if (name === GEMMA3_NAME) {
@@ -111,9 +130,9 @@ function resolveModels(llama: LlamaCpp | null): { models: BenchModel[]; skipped:
 interface Cell { threads: number; model: BenchModel; test: BenchTest; runs: Record<Peer, Measurement[]>; errors: string[]; toyCacheType?: string }
 
 async function inference(): Promise<void> {
-  const cpu = cpuBackend();
-  if ("error" in cpu) { log(`the cpu backend is not built: ${cpu.error}`); process.exit(4); }
-  const llama = ensureLlamaCpp(benchDir, log);
+  const cpu = onGpu ? null : cpuBackend();
+  if (cpu && "error" in cpu) { log(`the cpu backend is not built: ${cpu.error}`); process.exit(4); }
+  const llama = onGpu ? ensureLlamaCppGpu(benchDir, log) : ensureLlamaCpp(benchDir, log);
   if ("error" in llama) log(`llama.cpp unavailable: ${llama.error}`);
   const lc = "error" in llama ? null : llama;
   const nlc = peers.includes("node-llama-cpp") ? ensureNodeLlamaCpp(join(benchDir, "peer"), log) : null;
@@ -124,6 +143,7 @@ async function inference(): Promise<void> {
   if (lc) log(`llama.cpp ${lc.version} (${lc.bin})`);
   const load0 = loadavg();
 
+  let adapter: string | undefined;
   const cells: Cell[] = [];
   for (const threads of threadCounts) for (const model of models) for (const test of tests) {
     cells.push({ threads, model, test, runs: { toy: [], "llama.cpp": [], "node-llama-cpp": [] }, errors: [] });
@@ -133,15 +153,15 @@ async function inference(): Promise<void> {
   const start = performance.now();
   let done = 0;
   for (let rep = 0; rep < reps; rep++) {
-    for (const t of threadCounts) bandwidth.get(t)!.push(cpu.addon.readBandwidth(t));
+    if (cpu && !("error" in cpu)) for (const t of threadCounts) bandwidth.get(t)!.push(cpu.addon.readBandwidth(t));
     for (const cell of cells) {
       const { threads, model, test, runs } = cell;
       const line: string[] = [];
       const t = await toyRun(model.path, threads, test);
-      if ("error" in t) cell.errors.push(`toy: ${t.error}`); else { runs.toy.push(t); cell.toyCacheType = t.cache_type; }
+      if ("error" in t) cell.errors.push(`toy: ${t.error}`); else { runs.toy.push(t); cell.toyCacheType = t.cache_type; adapter ??= t.adapter; }
       line.push(`toy ${"error" in t ? "failed" : fmt(t.tps)}`);
       if (lc && peers.includes("llama.cpp")) {
-        const p = await llamaBench(lc.bin, model.path, threads, test);
+        const p = await llamaBench(lc.bin, model.path, threads, test, onGpu);
         if ("error" in p) cell.errors.push(`llama.cpp: ${p.error}`); else runs["llama.cpp"].push(p);
         line.push(`llama.cpp ${"error" in p ? "failed" : fmt(p.tps)}`);
       }
@@ -162,7 +182,7 @@ async function inference(): Promise<void> {
   const rows = cells.map(({ threads, model, test, runs, errors, toyCacheType }) => {
     const toy = median(runs.toy.map((x) => x.tps)), lcpp = median(runs["llama.cpp"].map((x) => x.tps)), nl = median(runs["node-llama-cpp"].map((x) => x.tps));
     const bw = median(bandwidth.get(threads)!);
-    const bound = test.kind === "tg" ? bw / (weightBytesPerToken(model.path) + kvBytesPerToken(model.path, test.depth + test.n / 2, "f16")) : null;
+    const bound = test.kind === "tg" && Number.isFinite(bw) ? bw / (weightBytesPerToken(model.path) + kvBytesPerToken(model.path, test.depth + test.n / 2, "f16")) : null;
     return {
       kind: "inference", threads, model: model.name, label: model.label, file: model.path, test: test.name,
       toy_tps: toy, llama_cpp_tps: lcpp, node_llama_cpp_tps: nl,
@@ -175,7 +195,7 @@ async function inference(): Promise<void> {
     };
   });
   const meta = {
-    kind: "meta", date: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length,
+    kind: "meta", date: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length, backend, adapter: adapter ?? null,
     load_before: load0.map((x) => +x.toFixed(2)), load_after: load1.map((x) => +x.toFixed(2)),
     llama_cpp: lc ? { version: lc.version, commit: lc.commit, bin: lc.bin } : null, reps,
     bandwidth_gbs: Object.fromEntries([...bandwidth].map(([t, b]) => [t, +(median(b) / 1e9).toFixed(1)])),
@@ -199,7 +219,8 @@ async function inference(): Promise<void> {
   }
   process.stdout.write(`\nllama.cpp ${lc ? `${lc.version}` : "unavailable"}; toy KV cache ${meta.toy_cache_type ?? "-"}, llama.cpp f16; ` +
     `medians of ${reps} interleaved runs; read bandwidth ${Object.entries(meta.bandwidth_gbs).map(([t, b]) => `${b} GB/s (${t}t)`).join(", ")}; ` +
-    `load average ${load0[0].toFixed(1)} → ${load1[0].toFixed(1)}; ${meta.minutes} min; ${cpus()[0]?.model}\n`);
+    `load average ${load0[0].toFixed(1)} → ${load1[0].toFixed(1)}; ${meta.minutes} min; ${cpus()[0]?.model}` +
+    (onGpu ? `; toy on webgpu (${adapter ?? "adapter unknown"}), llama.cpp -ngl 99` : "") + "\n");
   for (const s of skipped) process.stdout.write(`skipped ${s.name}: ${s.reason}\n`);
   for (const r of rows) if (r.errors.length) process.stdout.write(`${r.threads}t ${r.model} ${r.test}: ${r.errors.length} failed runs, e.g. ${r.errors[0]}\n`);
 }

@@ -3,10 +3,14 @@
 //   of the llama-cpp-python sdist on PyPI (LLAMA_CPP_PYTHON below), built with -DGGML_NATIVE=ON
 //   and otherwise llama.cpp's defaults into .bench/llama.cpp/build. $TOY_LLAMA_CPP names an
 //   existing build's bin directory instead (it must hold llama-bench and llama-quantize).
+// - for --backend webgpu, the same source built with llama.cpp's own GPU backend into
+//   .bench/llama.cpp/build-gpu: CUDA where nvcc is found, else Vulkan where glslc is found;
+//   $TOY_LLAMA_CPP_GPU names an existing GPU build's bin directory instead.
 // - node-llama-cpp from npm (what a TypeScript user installs; CPU build only) into .bench/peer.
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { BenchTest } from "./tests.js";
 
@@ -64,6 +68,38 @@ export function ensureLlamaCpp(benchDir: string, log: (s: string) => void): Llam
   if (given) return describeBuild(given);
   const bin = defaultLlamaBin(benchDir);
   if (LLAMA_TOOLS.every((t) => existsSync(join(bin, t)))) return describeBuild(bin);
+  const source = llamaCppSource(benchDir, log);
+  if (typeof source !== "string") return source;
+  const build = join(benchDir, "llama.cpp", "build");
+  if (!run("cmake", ["-S", source, "-B", build, "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF"], benchDir, log)) return { error: "cmake configure failed" };
+  if (!run("cmake", ["--build", build, "--target", ...LLAMA_TOOLS, "-j2"], benchDir, log)) return { error: "cmake build failed" };
+  return describeBuild(bin);
+}
+
+const onPath = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;
+
+/**
+ * llama.cpp with its own GPU backend, the peer of toy's webgpu rows: $TOY_LLAMA_CPP_GPU if set,
+ * else .bench/llama.cpp/build-gpu/bin, built on first use with CUDA (for the GPU found:
+ * CMAKE_CUDA_ARCHITECTURES=native) where nvcc is on the PATH, else with Vulkan where glslc is.
+ */
+export function ensureLlamaCppGpu(benchDir: string, log: (s: string) => void): LlamaCpp | { error: string } {
+  const given = process.env.TOY_LLAMA_CPP_GPU;
+  if (given) return describeBuild(given);
+  const build = join(benchDir, "llama.cpp", "build-gpu"), bin = join(build, "bin");
+  if (existsSync(join(bin, "llama-bench"))) return describeBuild(bin);
+  const gpu = onPath("nvcc") ? ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native"] : onPath("glslc") ? ["-DGGML_VULKAN=ON"] : null;
+  if (!gpu) return { error: "no GPU toolchain to build llama.cpp's GPU backend (neither nvcc nor glslc is on the PATH); set $TOY_LLAMA_CPP_GPU to a GPU build's bin directory" };
+  const source = llamaCppSource(benchDir, log);
+  if (typeof source !== "string") return source;
+  const jobs = String(Math.max(1, availableParallelism()));
+  if (!run("cmake", ["-S", source, "-B", build, "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", ...gpu], benchDir, log)) return { error: "cmake configure (GPU) failed" };
+  if (!run("cmake", ["--build", build, "--target", "llama-bench", "llama-quantize", "-j", jobs], benchDir, log)) return { error: "cmake build (GPU) failed" };
+  return describeBuild(bin);
+}
+
+/** The llama.cpp source of the llama-cpp-python sdist, downloaded and unpacked on first use. */
+function llamaCppSource(benchDir: string, log: (s: string) => void): string | { error: string } {
   const srcDir = join(benchDir, "src");
   mkdirSync(srcDir, { recursive: true });
   const sdist = () => readdirSync(srcDir).find((f) => f.startsWith(`llama_cpp_python-${LLAMA_CPP_PYTHON}`) && f.endsWith(".tar.gz"));
@@ -75,10 +111,7 @@ export function ensureLlamaCpp(benchDir: string, log: (s: string) => void): Llam
   const source = join(srcDir, tarball.replace(/\.tar\.gz$/, ""), "vendor", "llama.cpp");
   if (!existsSync(source) && !run("tar", ["xzf", tarball], srcDir, log)) return { error: `tar xzf ${tarball} failed` };
   if (!existsSync(join(source, "CMakeLists.txt"))) return { error: `${source} has no CMakeLists.txt` };
-  const build = join(benchDir, "llama.cpp", "build");
-  if (!run("cmake", ["-S", source, "-B", build, "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF"], benchDir, log)) return { error: "cmake configure failed" };
-  if (!run("cmake", ["--build", build, "--target", ...LLAMA_TOOLS, "-j2"], benchDir, log)) return { error: "cmake build failed" };
-  return describeBuild(bin);
+  return source;
 }
 
 export interface Measurement {
@@ -113,11 +146,11 @@ export function runMeasured(cmd: string, args: string[], env: NodeJS.ProcessEnv 
 /**
  * One llama-bench process for one test, with llama.cpp's defaults (flash attention auto, F16 KV
  * cache, weight repacking on) and one repetition after its warm-up run: pp N is `-p N -n 0`,
- * tg N at depth D is `-p 0 -n N -d D`.
+ * tg N at depth D is `-p 0 -n N -d D`; `gpu`: every layer offloaded (-ngl 99).
  */
-export async function llamaBench(bin: string, model: string, threads: number, test: BenchTest): Promise<Measurement | { error: string }> {
+export async function llamaBench(bin: string, model: string, threads: number, test: BenchTest, gpu = false): Promise<Measurement | { error: string }> {
   const shape = test.kind === "pp" ? ["-p", String(test.n), "-n", "0"] : ["-p", "0", "-n", String(test.n), "-d", String(test.depth)];
-  const r = await runMeasured(join(bin, "llama-bench"), ["-m", model, ...shape, "-t", String(threads), "-r", "1", "-o", "json"]);
+  const r = await runMeasured(join(bin, "llama-bench"), ["-m", model, ...shape, "-t", String(threads), "-r", "1", "-o", "json", ...(gpu ? ["-ngl", "99"] : [])]);
   if (r.status !== 0) return { error: `llama-bench exited ${r.status}: ${r.stderr.trim().split("\n").slice(-2).join(" | ")}` };
   const rows = JSON.parse(r.stdout) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];
   const row = rows.find((x) => (test.kind === "pp" ? x.n_prompt === test.n && x.n_gen === 0 : x.n_gen === test.n && x.n_prompt === 0));
