@@ -18,7 +18,7 @@ import { getRows } from "../src/backends/webgpu/getRows.js";
 import { matmul } from "../src/backends/webgpu/matmul.js";
 import { layerNorm, rmsNorm } from "../src/backends/webgpu/norms.js";
 import { rope, ropeAngles } from "../src/backends/webgpu/rope.js";
-import { Recorder } from "../src/backends/webgpu/runtime.js";
+import { Recorder, sizeClass } from "../src/backends/webgpu/runtime.js";
 import { softmax } from "../src/backends/webgpu/softmax.js";
 import { storeF16 } from "../src/backends/webgpu/storeKV.js";
 import { uploadMatrix } from "../src/backends/webgpu/weights.js";
@@ -140,35 +140,40 @@ test("webgpu rope, interleaved and neox", { skip: gpu.skip }, async () => {
   }
 });
 
-test("webgpu attention: causal, GQA, sliding window, soft-cap; f32 and f16 caches", { skip: gpu.skip }, async () => {
-  const T = 4, pos0 = 5, nKeys = pos0 + T, heads = 4, kvHeads = 2, headDim = 8, width = kvHeads * headDim;
-  const q = randn(T * heads * headDim, 10), k = randn(nKeys * width, 11), v = randn(nKeys * width, 12);
-  for (const opts of [
-    { scale: 0.35, softcap: 0, window: 0, causal: true },
-    { scale: 0.35, softcap: 2, window: 3, causal: true },
-  ]) {
-    for (const type of ["f32", "f16"] as const) {
-      const kvRows = (x: Float32Array) => {
-        const bytes = new Uint8Array(nKeys * width * (type === "f32" ? 4 : 2));
-        tsKernels.storeKV(x, type, bytes, 0);
-        return { type, bytes };
-      };
-      const ref = new Float32Array(T * heads * headDim);
-      tsKernels.attention(q, kvRows(k), kvRows(v), T, pos0, nKeys, heads, kvHeads, headDim, opts, ref);
-      const out = await run((rec) => {
-        const store = (x: Float32Array) => {
-          if (type === "f32") return rec.upload(x);
-          const c = rec.buffer(x.length * 2);
-          storeF16(rec, rec.upload(x), 0, x.length, c, 0);
-          return c;
+// Shapes: a short prompt after a few cached keys (one chunk of keys), and one or three queries
+// over a longer cache (the keys split into chunks over workgroups, as in decoding).
+test("webgpu attention: causal, GQA, sliding window, soft-cap; f32 and f16 caches; keys in chunks", { skip: gpu.skip }, async () => {
+  for (const [T, pos0] of [[4, 5], [1, 299], [3, 197]]) {
+    const nKeys = pos0 + T, heads = 4, kvHeads = 2, headDim = 8, width = kvHeads * headDim;
+    const q = randn(T * heads * headDim, 10), k = randn(nKeys * width, 11), v = randn(nKeys * width, 12);
+    for (const opts of [
+      { scale: 0.35, softcap: 0, window: 0, causal: true },
+      { scale: 0.35, softcap: 2, window: 3, causal: true },
+      { scale: 0.35, softcap: 0, window: 50, causal: true },
+    ]) {
+      for (const type of ["f32", "f16"] as const) {
+        const kvRows = (x: Float32Array) => {
+          const bytes = new Uint8Array(nKeys * width * (type === "f32" ? 4 : 2));
+          tsKernels.storeKV(x, type, bytes, 0);
+          return { type, bytes };
         };
-        const y = rec.buffer(ref.length * 4);
-        attention(rec, rec.upload(q), store(k), store(v), type, { T, row0: 0, pos0, nKeys, heads, kvHeads, headDim }, opts, y);
-        return { out: y, n: ref.length };
-      });
-      // f16: both read the same halves unless pack2x16float rounds a value the other way (≤ 1 ulp of a half, 5e-4 relative)
-      const tol = type === "f32" ? SUM_TOL : 2e-3;
-      assert.ok(relError(out, ref) <= tol, `attention ${type} ${JSON.stringify(opts)}: ${relError(out, ref)}`);
+        const ref = new Float32Array(T * heads * headDim);
+        tsKernels.attention(q, kvRows(k), kvRows(v), T, pos0, nKeys, heads, kvHeads, headDim, opts, ref);
+        const out = await run((rec) => {
+          const store = (x: Float32Array) => {
+            if (type === "f32") return rec.upload(x);
+            const c = rec.buffer(x.length * 2);
+            storeF16(rec, rec.upload(x), 0, x.length, c, 0);
+            return c;
+          };
+          const y = rec.buffer(ref.length * 4);
+          attention(rec, rec.upload(q), store(k), store(v), type, { T, row0: 0, pos0, nKeys, heads, kvHeads, headDim }, opts, y);
+          return { out: y, n: ref.length };
+        });
+        // f16: both read the same halves unless pack2x16float rounds a value the other way (≤ 1 ulp of a half, 5e-4 relative)
+        const tol = type === "f32" ? SUM_TOL : 2e-3;
+        assert.ok(relError(out, ref) <= tol, `attention ${type} T=${T} keys=${nKeys} ${JSON.stringify(opts)}: ${relError(out, ref)}`);
+      }
     }
   }
 });
@@ -184,4 +189,13 @@ test("webgpu argmax: the first of equal maxima", { skip: gpu.skip }, async () =>
   const host = [0, 1, 2].map((r) => { let b = 0; for (let i = 1; i < n; i++) if (x[r * n + i] > x[r * n + b]) b = i; return b; });
   assert.deepEqual(ids, host);
   assert.equal(ids[2], 17);
+});
+
+test("webgpu buffer pool: size classes are at least the request, within a quarter of it above 256 bytes", () => {
+  for (const n of [1, 4, 255, 256, 257, 1000, 4096, 4100, 123_457, 3 * 2 ** 20 + 5]) {
+    const c = sizeClass(n);
+    assert.ok(c >= n && c % 4 === 0, `${n} → ${c}`);
+    if (n > 256) assert.ok(c <= n * 1.25 + 64, `${n} → ${c}`);
+  }
+  assert.equal(sizeClass(4096 + 36), sizeClass(4096 + 72)); // a buffer that grows a little is reused
 });

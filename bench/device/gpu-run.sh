@@ -9,6 +9,7 @@
 #   bench/device/gpu-run.sh setup   unpack, start the llama.cpp build (detached: it outlives the
 #                                   call while the machine stays warm), toy's checks, the F16 model
 #   bench/device/gpu-run.sh bench   (setup first if not done) wait for the build, quantize, bench
+#                                   (MODELS="Q4_1 F16" TESTS="tg64 pp512" for fewer cells)
 set -u
 PHASE=${1:-bench}
 OUT=${OUT:-/tmp/toy-device-out}; mkdir -p "$OUT"
@@ -72,9 +73,11 @@ B=$W/lb/bin
 for t in Q4_1 Q4_K_M Q8_0 Q4_0; do [ -x $B/llama-quantize ] && $B/llama-quantize $W/m/smol-random.F16.gguf $W/m/smol-random.$t.gguf $t "$(nproc)" > /dev/null 2>&1 || say "quantize $t failed"; done
 say "models: $(ls $W/m | tr '\n' ' ')"
 export TOY_LLAMA_CPP_GPU=$B
+# Where a decode step's time goes on this GPU: recording, encoding, and running + reading back.
+TOY_WEBGPU_TRACE=1 $NODE $APP/dist/bench/toyRun.js $W/m/smol-random.Q4_1.gguf 1 tg8 f16 webgpu 2>&1 | grep "steps;" | tail -4 | tee -a "$OUT/bench.log"
 # One bench process per (model, test), so a slow cell costs only itself.
-for t in Q4_1 Q4_K_M F16 Q8_0 Q4_0; do
-  for test in tg64 pp512 pp128 tg64@1024 tg64@4096; do
+for t in ${MODELS:-Q4_1 Q4_K_M F16 Q8_0 Q4_0}; do
+  for test in ${TESTS:-tg64 pp512 pp128 tg64@1024 tg64@4096}; do
     left=$(( LIMIT - $(el) )); [ $left -lt 30 ] && { say "stopping before $t $test: ${left}s left"; break 2; }
     cap=$(( left - 10 < 120 ? left - 10 : 120 ))
     timeout $cap $NODE $APP/dist/bench/main.js --only inference --backend webgpu --reps 1 \

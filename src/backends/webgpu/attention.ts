@@ -4,8 +4,10 @@
 //   values:  out[t, h] = Σ_j softmax_j(S[t, h]) · v[j]
 // Key j sits at position j (the GPU cache keeps every position, ./kvCache.ts); query t at
 // pos0 + t sees keys first..last: last = its own position (causal), first = pos − window + 1.
-// Two kernels: `scores` (one thread per (t, h, j)) and `values` (one workgroup per (t, h):
-// the row's max and sum in a fixed tree order, then each thread its dims of the output).
+// Four kernels, each with a fixed order of sums (the same bits on every run): `scores` (one
+// thread per (t, h, j)), `weights` (the softmax of each row, one workgroup per (t, h)), `values`
+// (one workgroup per (t, h, chunk of keys)) and `combine` (the chunks' sums, in order). Chunks
+// depend only on this sequence's queries and keys, never on other sequences in a batch.
 
 import type { AttentionOptions } from "../kernels.js";
 import { GRID_WGSL, type Recorder } from "./runtime.js";
@@ -20,7 +22,7 @@ function cacheReader(name: string, type: GpuKVType): string {
 
 const PARAMS = /* wgsl */ `
 struct Params { T: u32, heads: u32, kv_heads: u32, head_dim: u32, n_keys: u32, pos0: u32, row0: u32,
-                causal: u32, window: u32, scale: f32, softcap: f32 }
+                causal: u32, window: u32, chunks: u32, chunk_len: u32, scale: f32, softcap: f32 }
 @group(0) @binding(0) var<uniform> p: Params;
 
 /** The keys query t sees: [first, last]. */
@@ -62,9 +64,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 `;
 
-const VALUES = /* wgsl */ `
+/** Softmax of each (t, h) row of scores over its key range, in place: one workgroup per row,
+ *  the max and the sum in a fixed tree order. */
+const WEIGHTS = /* wgsl */ `
 @group(0) @binding(1) var<storage, read_write> S: array<f32>;
-@group(0) @binding(3) var<storage, read_write> Y: array<f32>;
 
 var<workgroup> partial: array<f32, 64>;
 
@@ -73,11 +76,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) tid: u32) {
   let th = group_index(wid, nwg);              // t · heads + h
   if (th >= p.T * p.heads) { return; }
-  let t = th / p.heads;
-  let h = th % p.heads;
-  let range = key_range(t);
+  let range = key_range(th / p.heads);
   let row = th * p.n_keys;
-  // max over the row
   var m = -3.0e38;
   for (var j = range.x + tid; j <= range.y; j += 64u) { m = max(m, S[row + j]); }
   partial[tid] = m;
@@ -88,7 +88,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let row_max = partial[0];
   workgroupBarrier();
-  // weights exp(S − max), kept in S, and their sum
   var sum = 0.0;
   for (var j = range.x + tid; j <= range.y; j += 64u) {
     let e = exp(S[row + j] - row_max);
@@ -96,22 +95,68 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     sum += e;
   }
   partial[tid] = sum;
-  storageBarrier();
   workgroupBarrier();
   for (var s = 32u; s > 0u; s >>= 1u) {
     if (tid < s) { partial[tid] += partial[tid + s]; }
     workgroupBarrier();
   }
   let total = partial[0];
+  for (var j = range.x + tid; j <= range.y; j += 64u) { S[row + j] = S[row + j] / total; }
+}
+`;
+
+/** Each (t, h, chunk of keys): Σ_j P[j] · v[j] over the chunk's keys in the row's range, one
+ *  thread per output dim. Chunks split a long cache over workgroups, so one query (decode)
+ *  still fills the GPU. */
+const VALUES = /* wgsl */ `
+@group(0) @binding(1) var<storage, read> S: array<f32>;
+@group(0) @binding(3) var<storage, read_write> Part: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) tid: u32) {
+  let g = group_index(wid, nwg);               // (t · heads + h) · chunks + c
+  if (g >= p.T * p.heads * p.chunks) { return; }
+  let th = g / p.chunks;
+  let c = g % p.chunks;
+  let h = th % p.heads;
+  let range = key_range(th / p.heads);
+  let first = max(range.x, c * p.chunk_len);
+  let last = min(range.y + 1u, (c + 1u) * p.chunk_len);   // one past
+  let row = th * p.n_keys;
   let vo = (h / (p.heads / p.kv_heads)) * p.head_dim;
   let stride = p.kv_heads * p.head_dim;
   for (var d = tid; d < p.head_dim; d += 64u) {
     var acc = 0.0;
-    for (var j = range.x; j <= range.y; j++) { acc += S[row + j] * V_at(j * stride + vo + d); }
-    Y[((p.row0 + t) * p.heads + h) * p.head_dim + d] = acc / total;
+    for (var j = first; j < last; j++) { acc += S[row + j] * V_at(j * stride + vo + d); }
+    Part[g * p.head_dim + d] = acc;
   }
 }
 `;
+
+/** out[t, h, d] = Σ_c Part[t, h, c, d], the chunks added in order: one thread per output. */
+const COMBINE = /* wgsl */ `
+@group(0) @binding(1) var<storage, read> Part: array<f32>;
+@group(0) @binding(2) var<storage, read_write> Y: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) tid: u32) {
+  let i = group_index(wid, nwg) * 64u + tid;   // (t · heads + h) · head_dim + d
+  if (i >= p.T * p.heads * p.head_dim) { return; }
+  let th = i / p.head_dim;
+  let d = i % p.head_dim;
+  var acc = 0.0;
+  for (var c = 0u; c < p.chunks; c++) { acc += Part[(th * p.chunks + c) * p.head_dim + d]; }
+  let t = th / p.heads;
+  Y[((p.row0 + t) * p.heads + th % p.heads) * p.head_dim + d] = acc;
+}
+`;
+
+/** Workgroups worth launching for the values pass: about this many, where the keys allow. */
+const TARGET_GROUPS = 2048;
+/** Keys per chunk at the least. */
+const MIN_CHUNK = 32;
 
 export interface AttentionShape {
   /** Queries of this sequence, and where its rows start in q and out. */
@@ -127,13 +172,18 @@ export interface AttentionShape {
 
 /** Record out[row0 .. row0+T) = attention of q's rows over keys/values stored as `type`. */
 export function attention(rec: Recorder, q: GPUBuffer, keys: GPUBuffer, values: GPUBuffer, type: GpuKVType, s: AttentionShape, opts: AttentionOptions, out: GPUBuffer): void {
-  const scores = rec.buffer(s.T * s.heads * s.nKeys * 4, "attention scores");
+  const rows = s.T * s.heads;
+  const chunks = Math.max(1, Math.min(Math.ceil(TARGET_GROUPS / rows), Math.ceil(s.nKeys / MIN_CHUNK)));
+  const chunkLen = Math.ceil(s.nKeys / chunks);
+  const scores = rec.buffer(rows * s.nKeys * 4, "attention scores");
+  const part = rec.buffer(rows * chunks * s.headDim * 4, "attention partial sums");
   const params = {
-    u: [s.T, s.heads, s.kvHeads, s.headDim, s.nKeys, s.pos0, s.row0, opts.causal ? 1 : 0, opts.window],
+    u: [s.T, s.heads, s.kvHeads, s.headDim, s.nKeys, s.pos0, s.row0, opts.causal ? 1 : 0, opts.window, chunks, chunkLen],
     f: [opts.scale, opts.softcap],
   };
-  const scoring = rec.rt.pipeline(`attention.scores.${type}`, () => GRID_WGSL + PARAMS + cacheReader("K", type) + SCORES);
-  rec.dispatch(scoring, [q, keys, scores], params, Math.ceil((s.T * s.heads * s.nKeys) / 64), "attention scores");
-  const weighting = rec.rt.pipeline(`attention.values.${type}`, () => GRID_WGSL + PARAMS + cacheReader("V", type) + VALUES);
-  rec.dispatch(weighting, [scores, values, out], params, s.T * s.heads, "attention values");
+  const pipeline = (name: string, body: string) => rec.rt.pipeline(`attention.${name}.${type}`, () => GRID_WGSL + PARAMS + body);
+  rec.dispatch(pipeline("scores", cacheReader("K", type) + SCORES), [q, keys, scores], params, Math.ceil((rows * s.nKeys) / 64), "attention scores");
+  rec.dispatch(pipeline("weights", WEIGHTS), [scores], params, rows, "attention weights");
+  rec.dispatch(pipeline("values", cacheReader("V", type) + VALUES), [scores, values, part], params, rows * chunks, "attention values");
+  rec.dispatch(pipeline("combine", COMBINE), [part, out], params, Math.ceil((rows * s.headDim) / 64), "attention combine");
 }

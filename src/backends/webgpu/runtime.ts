@@ -2,6 +2,10 @@
 // step (a compute dispatch or a buffer copy) to a Recorder; `submit` then writes all the steps'
 // parameters into one uniform buffer, encodes them into one command encoder and submits it once.
 // Only the buffers asked for are read back (mapAsync), after the whole forward has run.
+// A forward's buffers (activations, inputs, parameters, readback staging) come from a pool kept
+// by the runtime and go back to it once the forward has been read back: creating and destroying
+// a few hundred buffers per decoded token costs more than the token's arithmetic on a real GPU.
+// TOY_WEBGPU_TRACE=1 prints each submission's steps and times to stderr.
 
 /// <reference types="@webgpu/types" />
 
@@ -9,6 +13,19 @@ import { BackendError } from "../../errors.js";
 import type { AdapterReport } from "./adapter.js";
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+const USAGES = { storage: STORAGE, uniform: () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, read: () => GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST };
+type PoolKind = keyof typeof USAGES;
+/** The pool keeps at most this many bytes of free buffers; past it, returned buffers are destroyed. */
+const POOL_BYTES = 512 * 2 ** 20;
+const trace = typeof process !== "undefined" && Boolean(process.env?.TOY_WEBGPU_TRACE); // absent in a browser
+
+/** The size class of a request: at least 256 bytes, rounded up to a quarter of its power of two
+ *  (so a buffer that grows a little every token, such as the attention scores, is reused). */
+export function sizeClass(bytes: number): number {
+  const n = Math.max(256, Math.ceil(bytes / 4) * 4);
+  const quarter = 2 ** Math.max(6, Math.floor(Math.log2(n)) - 2);
+  return Math.ceil(n / quarter) * quarter;
+}
 
 /** A kernel's parameters: its WGSL `Params` struct, all u32 fields first, then the f32 ones. */
 export interface Params {
@@ -33,6 +50,9 @@ type Step =
 
 export class GpuRuntime {
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  /** Free buffers by usage and size class. */
+  private readonly free = new Map<string, GPUBuffer[]>();
+  private freeBytes = 0;
   /** Bound where a kernel's optional input is absent (a bias, a norm's shift): never read. */
   readonly unused: GPUBuffer;
 
@@ -63,6 +83,28 @@ export class GpuRuntime {
     return this.device.createBuffer({ label, size, usage: STORAGE() });
   }
 
+  /** A pooled buffer of `kind` with room for `bytes` (its size is the size class). */
+  acquire(kind: PoolKind, bytes: number, label: string): GPUBuffer {
+    const size = sizeClass(bytes);
+    const reused = this.free.get(`${kind} ${size}`)?.pop();
+    if (reused) {
+      this.freeBytes -= size;
+      return reused;
+    }
+    if (size > this.device.limits.maxBufferSize) throw new BackendError(`webgpu: ${label} needs ${size} bytes, more than this adapter's maxBufferSize (${this.device.limits.maxBufferSize})`);
+    return this.device.createBuffer({ label, size, usage: USAGES[kind]() });
+  }
+
+  /** Give a pooled buffer back (its work done), or destroy it when the pool is full. */
+  release(kind: PoolKind, buffer: GPUBuffer): void {
+    if (this.freeBytes + buffer.size > POOL_BYTES) return buffer.destroy();
+    const key = `${kind} ${buffer.size}`;
+    let list = this.free.get(key);
+    if (!list) this.free.set(key, (list = []));
+    list.push(buffer);
+    this.freeBytes += buffer.size;
+  }
+
   /** A storage buffer holding these bytes. */
   upload(data: ArrayBufferView, label = "upload"): GPUBuffer {
     const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);
@@ -76,22 +118,27 @@ export class GpuRuntime {
 /** One forward's work, recorded step by step and submitted once. */
 export class Recorder {
   private readonly steps: Step[] = [];
-  /** Buffers made for this forward only, destroyed when it has been read back. */
-  private readonly temporaries: GPUBuffer[] = [];
+  /** Pooled buffers of this forward, returned to the pool when it has been read back. */
+  private readonly temporaries: { kind: PoolKind; buffer: GPUBuffer }[] = [];
+  private readonly started = performance.now();
 
   constructor(readonly rt: GpuRuntime) {}
 
-  /** A buffer for this forward's activations. */
+  private take(kind: PoolKind, bytes: number, label: string): GPUBuffer {
+    const buffer = this.rt.acquire(kind, bytes, label);
+    this.temporaries.push({ kind, buffer });
+    return buffer;
+  }
+
+  /** A buffer for this forward's activations (its contents undefined until written). */
   buffer(bytes: number, label = "activation"): GPUBuffer {
-    const b = this.rt.buffer(bytes, label);
-    this.temporaries.push(b);
-    return b;
+    return this.take("storage", bytes, label);
   }
 
   /** This forward's input data (token ids, positions, RoPE angles). */
   upload(data: ArrayBufferView, label = "input"): GPUBuffer {
-    const b = this.rt.upload(data, label);
-    this.temporaries.push(b);
+    const b = this.take("storage", data.byteLength, label);
+    writeWords(this.rt.device, b, data);
     return b;
   }
 
@@ -111,6 +158,7 @@ export class Recorder {
    */
   async submit(reads: readonly { buffer: GPUBuffer; bytes: number }[]): Promise<ArrayBuffer[]> {
     const device = this.rt.device;
+    const recorded = performance.now();
     device.pushErrorScope("validation");
     device.pushErrorScope("out-of-memory");
     const params = this.packParams();
@@ -136,27 +184,35 @@ export class Recorder {
     }
     pass?.end();
     const staging = reads.map(({ buffer, bytes }) => {
-      const size = Math.ceil(bytes / 4) * 4;
-      const st = device.createBuffer({ label: "readback", size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-      encoder.copyBufferToBuffer(buffer, 0, st, 0, size);
+      const st = this.take("read", bytes, "readback");
+      encoder.copyBufferToBuffer(buffer, 0, st, 0, Math.ceil(bytes / 4) * 4);
       return st;
     });
     device.queue.submit([encoder.finish()]);
-    const oom = await device.popErrorScope();
-    const invalid = await device.popErrorScope();
-    const error = invalid ?? oom;
+    const encoded = performance.now();
+    // The error scopes and the readbacks are awaited together: one round trip, not three.
+    const oom = device.popErrorScope(), invalid = device.popErrorScope();
+    const maps = staging.map((st) => st.mapAsync(GPUMapMode.READ));
+    const settled = await Promise.allSettled([invalid, oom, ...maps]);
     try {
-      if (error) throw new BackendError(`webgpu: ${error.message}`);
-      return await Promise.all(staging.map(async (st, i) => {
-        await st.mapAsync(GPUMapMode.READ);
-        const out = st.getMappedRange().slice(0, reads[i].bytes);
+      for (const r of settled.slice(0, 2)) {
+        if (r.status === "rejected") throw r.reason;
+        if (r.value) throw new BackendError(`webgpu: ${(r.value as GPUError).message}`);
+      }
+      return staging.map((st, i) => {
+        const r = settled[2 + i];
+        if (r.status === "rejected") throw new BackendError(`webgpu: reading back failed: ${(r.reason as Error).message}`);
+        const out = st.getMappedRange(0, Math.ceil(reads[i].bytes / 4) * 4).slice(0, reads[i].bytes);
         st.unmap();
         return out;
-      }));
+      });
     } finally {
-      for (const st of staging) st.destroy();
-      params.buffer.destroy();
-      for (const b of this.temporaries) b.destroy();
+      if (trace) {
+        const done = performance.now();
+        process.stderr.write(`webgpu: ${this.steps.length} steps; record ${(recorded - this.started).toFixed(2)} ms, encode ${(encoded - recorded).toFixed(2)} ms, run + read back ${(done - encoded).toFixed(2)} ms\n`);
+      }
+      for (const st of staging) if (st.mapState === "mapped") st.unmap();
+      for (const { kind, buffer } of this.temporaries) this.rt.release(kind, buffer);
       this.temporaries.length = 0;
       this.steps.length = 0;
     }
@@ -174,8 +230,7 @@ export class Recorder {
       ranges.push({ offset: end, size });
       end = Math.ceil((end + size) / align) * align;
     }
-    const buffer = this.rt.device.createBuffer({ label: "params", size: Math.max(16, end), usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
-    const mapped = buffer.getMappedRange();
+    const mapped = new ArrayBuffer(Math.max(16, end));
     const u32 = new Uint32Array(mapped), f32 = new Float32Array(mapped);
     let di = 0;
     for (const s of this.steps) {
@@ -184,7 +239,19 @@ export class Recorder {
       for (const v of s.params.u ?? []) u32[w++] = v;
       for (const v of s.params.f ?? []) f32[w++] = v;
     }
-    buffer.unmap();
+    const buffer = this.take("uniform", mapped.byteLength, "params");
+    this.rt.device.queue.writeBuffer(buffer, 0, mapped);
     return { buffer, ranges };
+  }
+}
+
+/** Write `data` at the start of `buffer` (writeBuffer takes whole words: a ragged tail is padded). */
+function writeWords(device: GPUDevice, buffer: GPUBuffer, data: ArrayBufferView): void {
+  const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (bytes.byteLength % 4 === 0) device.queue.writeBuffer(buffer, 0, bytes);
+  else {
+    const padded = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+    padded.set(bytes);
+    device.queue.writeBuffer(buffer, 0, padded);
   }
 }
