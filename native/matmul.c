@@ -101,10 +101,15 @@ static int kind_of(int type) {
   }
 }
 
-// Tall matrices (the output projection: 49152 rows) hand out runs of consecutive row blocks, about
-// 16 per thread: one-block chunks made two threads take turns along the matrix, a shared counter
-// bumped 1536 times and neither thread reading a long stream (2 threads ran it slower than 1).
-// Each row is still computed by the same code, so the bits do not change.
+// Decode (T ≤ 3) hands out runs of consecutive row blocks, two per thread: each thread then reads
+// long streams of the weights. One-block chunks made two threads take turns along the matrix (a
+// shared counter bumped 1536 times for the output projection, neither thread reading a long
+// stream: 2 threads ran slower than 1); 16 runs per thread still left decode on 2 threads
+// slower than on 1 (SmolLM2 Q4_1, 142 vs 150 t/s): the prefetchers restart at every run. With 2
+// runs per thread it ran at ~167 t/s (4 runs: 166, 1 run: 176, medians of 4 interleaved runs);
+// two rather than one, so that a worker that starts late leaves the caller half, not all, of its
+// share. Each row is still computed by the same code, so the bits do not change.
+#define RUNS_PER_THREAD 2
 typedef struct { toy_chunk_fn fn; void *m; int64_t per, nblocks; } run_t;
 
 static void run_chunk(void *p, int64_t c, int ith) {
@@ -114,7 +119,7 @@ static void run_chunk(void *p, int64_t c, int ith) {
 }
 
 static void pool_for_runs(toy_chunk_fn fn, void *m, int64_t nblocks) {
-  const int64_t target = 16 * (int64_t)pool_threads();
+  const int64_t target = RUNS_PER_THREAD * (int64_t)pool_threads();
   run_t s = { fn, m, (nblocks + target - 1) / target, nblocks };
   pool_for(run_chunk, &s, (nblocks + s.per - 1) / s.per);
 }
