@@ -58,10 +58,10 @@ describe("Scheduler", { skip: fx.skip }, () => {
     }
   });
 
-  test("warm-up runs the model and leaves every slot's cache empty", () => {
+  test("warm-up runs the model and leaves every slot's cache empty", async () => {
     const { spy, batches } = recording(model());
     const s = new Scheduler(spy, { parallel: 3, queueSize: 1, contextSize: 64 });
-    s.warmUp(1);
+    await s.warmUp(1);
     assert.deepEqual(batches, [[1, 1, 1]]);
     assert.deepEqual(s.cacheUse(), { busy: 0, kept: 0, capacity: 192 });
   });

@@ -3,7 +3,9 @@
 // weights once for all its rows): one row for each request that is generating, and, within a
 // budget of rows per tick, the next part of the prompts still being read, first come first
 // served. Then it yields to the event loop, so sockets, timers and new requests are served
-// between ticks.
+// between ticks. On a backend that computes asynchronously (webgpu) the tick awaits its forward,
+// and the event loop runs while the GPU works; slots freed meanwhile are handed out only after
+// the forward has advanced their caches.
 //
 // A request's answer does not depend on the others in the batch: each has its own cache and
 // its own seeded sampler, and the kernels compute every row the same way whatever the rows
@@ -11,6 +13,7 @@
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
+import type { Tensor } from "../tensor/tensor.js";
 import { Generation, type FinishReason, type TokenFilter } from "../engines/generate.js";
 import { argmax, topIds, type SamplingOptions } from "../engines/sampling.js";
 import { logSumExp } from "../primitives/softmax.js";
@@ -129,6 +132,8 @@ export class Scheduler {
   private slots: Slot[];
   private queue: Waiting[] = [];
   private ticking = false;
+  /** An asynchronous forward is running: its rows' caches are advanced when it completes. */
+  private inFlight = false;
   /** Event-loop turns the next tick has waited for arriving requests. */
   private arrivalTurns = 0;
   private closed = false;
@@ -190,15 +195,22 @@ export class Scheduler {
   /**
    * Touch everything the first request would: allocate every slot's cache, run the weights
    * through a one-row forward and a batch of one row per slot (page in the memory-mapped file,
-   * compile the code paths of both shapes), then forget those positions.
+   * compile the code paths of both shapes, or on webgpu upload the weights and build the
+   * pipelines), then forget those positions.
    */
-  warmUp(token = 0): void {
+  async warmUp(token = 0): Promise<void> {
     for (const s of this.slots) s.cache ??= this.model.newCache(this.opts.contextSize);
-    const one = this.model.forward(Int32Array.of(token), this.slots[0].cache!, "last");
-    argmax(one.data);
-    this.slots[0].cache!.truncate(0);
-    this.model.forwardBatch(this.slots.map((s) => ({ ids: Int32Array.of(token), cache: s.cache! })));
+    const first = this.slots[0].cache!, one = Int32Array.of(token);
+    if (this.model.forwardAsync) await this.model.forwardAsync(one, first, "last");
+    else argmax(this.model.forward(one, first, "last").data);
+    first.truncate(0);
+    await this.forwardBatch(this.slots.map((s) => ({ ids: Int32Array.of(token), cache: s.cache! })));
     for (const s of this.slots) s.cache!.truncate(0);
+  }
+
+  /** The model's batched forward: the last row of each sequence's logits. */
+  private forwardBatch(sequences: { ids: Int32Array; cache: KVCache }[]): Tensor | Promise<Tensor> {
+    return this.model.forwardBatchAsync ? this.model.forwardBatchAsync(sequences) : this.model.forwardBatch(sequences);
   }
 
   /** Refuse new jobs (503) and let the running and waiting ones finish; resolves when none is left. */
@@ -229,7 +241,7 @@ export class Scheduler {
 
   /** Give waiting jobs the idle slots: the one whose cache already holds most of the prompt. */
   private fill(): void {
-    while (this.queue.length > 0) {
+    while (this.queue.length > 0 && !this.inFlight) {
       const idle = this.slots.filter((s) => !s.active);
       if (idle.length === 0) break;
       const w = this.queue.shift()!;
@@ -275,15 +287,31 @@ export class Scheduler {
       return;
     }
     this.arrivalTurns = 0;
-    this.ticking = false;
     const rows = this.plan();
+    const sequences = rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! }));
+    const done = (logits: Tensor) => {
+      const V = this.model.nVocab;
+      rows.forEach((r, i) => this.advance(r, logits.data.subarray(i * V, (i + 1) * V)));
+    };
+    const failed = (e: unknown) => {
+      for (const r of rows) if (r.slot.active === r.a) this.fail(r.slot, e);
+    };
+    if (rows.length > 0 && this.model.forwardBatchAsync) {
+      this.inFlight = true;
+      this.model.forwardBatchAsync(sequences).then(done, failed).finally(() => {
+        this.inFlight = false;
+        this.ticking = false;
+        this.fill();
+        this.notifyIdle();
+      });
+      return;
+    }
+    this.ticking = false;
     if (rows.length > 0) {
       try {
-        const logits = this.model.forwardBatch(rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! })));
-        const V = this.model.nVocab;
-        rows.forEach((r, i) => this.advance(r, logits.data.subarray(i * V, (i + 1) * V)));
+        done(this.model.forwardBatch(sequences));
       } catch (e) {
-        for (const r of rows) if (r.slot.active === r.a) this.fail(r.slot, e);
+        failed(e);
       }
     }
     this.schedule();

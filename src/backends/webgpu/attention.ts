@@ -6,8 +6,8 @@
 // pos0 + t sees keys first..last: last = its own position (causal), first = pos − window + 1.
 // Four kernels, each with a fixed order of sums (the same bits on every run): `scores` (one
 // thread per (t, h, j)), `weights` (the softmax of each row, one workgroup per (t, h)), `values`
-// (one workgroup per (t, h, chunk of keys)) and `combine` (the chunks' sums, in order). Chunks
-// depend only on this sequence's queries and keys, never on other sequences in a batch.
+// (one workgroup per (t, h, chunk of keys)) and `combine` (the chunks' sums, in order). Chunk
+// boundaries are fixed positions, so each row's sums are the same whatever the rows around it.
 
 import type { AttentionOptions } from "../kernels.js";
 import { GRID_WGSL, type Recorder } from "./runtime.js";
@@ -153,10 +153,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 `;
 
-/** Workgroups worth launching for the values pass: about this many, where the keys allow. */
-const TARGET_GROUPS = 2048;
-/** Keys per chunk at the least. */
-const MIN_CHUNK = 32;
+/** Keys per chunk of the values pass. Fixed, so that a row's sums never depend on how many
+ *  other queries share its forward (a prompt read in one piece or in several gives the same
+ *  bits); 256 keys still split a 4096-token cache over 16 workgroups per head. */
+const CHUNK_KEYS = 256;
 
 export interface AttentionShape {
   /** Queries of this sequence, and where its rows start in q and out. */
@@ -173,8 +173,7 @@ export interface AttentionShape {
 /** Record out[row0 .. row0+T) = attention of q's rows over keys/values stored as `type`. */
 export function attention(rec: Recorder, q: GPUBuffer, keys: GPUBuffer, values: GPUBuffer, type: GpuKVType, s: AttentionShape, opts: AttentionOptions, out: GPUBuffer): void {
   const rows = s.T * s.heads;
-  const chunks = Math.max(1, Math.min(Math.ceil(TARGET_GROUPS / rows), Math.ceil(s.nKeys / MIN_CHUNK)));
-  const chunkLen = Math.ceil(s.nKeys / chunks);
+  const chunks = Math.ceil(s.nKeys / CHUNK_KEYS), chunkLen = CHUNK_KEYS;
   const scores = rec.buffer(rows * s.nKeys * 4, "attention scores");
   const part = rec.buffer(rows * chunks * s.headDim * 4, "attention partial sums");
   const params = {
