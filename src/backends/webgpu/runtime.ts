@@ -5,6 +5,10 @@
 // A forward's buffers (activations, inputs, parameters, readback staging) come from a pool kept
 // by the runtime and go back to it once the forward has been read back: creating and destroying
 // a few hundred buffers per decoded token costs more than the token's arithmetic on a real GPU.
+// Bind groups are kept too, by pipeline and bound buffers: a forward of the same shapes gets the
+// same pooled buffers in the same order, so a decode step reuses the previous step's bind groups
+// (making one took ~21 µs per dispatch through Dawn's Node binding on an H200 machine: 13 ms of
+// a 17 ms decode step, docs/performance.md).
 // TOY_WEBGPU_TRACE=1 prints each submission's steps and times to stderr.
 
 /// <reference types="@webgpu/types" />
@@ -17,6 +21,8 @@ const USAGES = { storage: STORAGE, uniform: () => GPUBufferUsage.UNIFORM | GPUBu
 type PoolKind = keyof typeof USAGES;
 /** The pool keeps at most this many bytes of free buffers; past it, returned buffers are destroyed. */
 const POOL_BYTES = 512 * 2 ** 20;
+/** Bind groups kept at most (a decode step of a 30-layer model makes ~600); past it, all are dropped. */
+const MAX_BIND_GROUPS = 8192;
 const trace = typeof process !== "undefined" && Boolean(process.env?.TOY_WEBGPU_TRACE); // absent in a browser
 
 /** The size class of a request: at least 256 bytes, rounded up to a quarter of its power of two
@@ -53,6 +59,11 @@ export class GpuRuntime {
   /** Free buffers by usage and size class. */
   private readonly free = new Map<string, GPUBuffer[]>();
   private freeBytes = 0;
+  private readonly bindGroups = new Map<string, GPUBindGroup>();
+  private readonly ids = new WeakMap<object, number>();
+  private nextId = 1;
+  /** Bind groups made and found, for TOY_WEBGPU_TRACE. */
+  readonly bindGroupStats = { made: 0, reused: 0 };
   /** Bound where a kernel's optional input is absent (a bias, a norm's shift): never read. */
   readonly unused: GPUBuffer;
 
@@ -95,9 +106,38 @@ export class GpuRuntime {
     return this.device.createBuffer({ label, size, usage: USAGES[kind]() });
   }
 
-  /** Give a pooled buffer back (its work done), or destroy it when the pool is full. */
+  /** A number naming a pipeline or buffer for the bind-group cache. */
+  private idOf(o: object): number {
+    let id = this.ids.get(o);
+    if (id === undefined) this.ids.set(o, (id = this.nextId++));
+    return id;
+  }
+
+  /** The bind group of `pipeline` over the params range and these buffers: made once, then reused. */
+  bindGroup(pipeline: GPUComputePipeline, params: { buffer: GPUBuffer; offset: number; size: number }, buffers: readonly GPUBuffer[], label: string): GPUBindGroup {
+    let key = `${this.idOf(pipeline)} ${this.idOf(params.buffer)}:${params.offset}:${params.size}`;
+    for (const b of buffers) key += ` ${this.idOf(b)}`;
+    let group = this.bindGroups.get(key);
+    if (group) {
+      this.bindGroupStats.reused++;
+      return group;
+    }
+    if (this.bindGroups.size >= MAX_BIND_GROUPS) this.bindGroups.clear();
+    const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: params }];
+    buffers.forEach((buffer, i) => entries.push({ binding: i + 1, resource: { buffer } }));
+    group = this.device.createBindGroup({ label, layout: pipeline.getBindGroupLayout(0), entries });
+    this.bindGroups.set(key, group);
+    this.bindGroupStats.made++;
+    return group;
+  }
+
+  /** Give a pooled buffer back (its work done), or destroy it when the pool is full (and forget
+   *  the bind groups, some of which held it). */
   release(kind: PoolKind, buffer: GPUBuffer): void {
-    if (this.freeBytes + buffer.size > POOL_BYTES) return buffer.destroy();
+    if (this.freeBytes + buffer.size > POOL_BYTES) {
+      this.bindGroups.clear();
+      return buffer.destroy();
+    }
     const key = `${kind} ${buffer.size}`;
     let list = this.free.get(key);
     if (!list) this.free.set(key, (list = []));
@@ -175,10 +215,8 @@ export class Recorder {
       }
       pass ??= encoder.beginComputePass();
       const { offset, size } = params.ranges[di++];
-      const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: params.buffer, offset, size } }];
-      s.buffers.forEach((buffer, i) => entries.push({ binding: i + 1, resource: { buffer } }));
       pass.setPipeline(s.pipeline);
-      pass.setBindGroup(0, device.createBindGroup({ label: s.label, layout: s.pipeline.getBindGroupLayout(0), entries }));
+      pass.setBindGroup(0, this.rt.bindGroup(s.pipeline, { buffer: params.buffer, offset, size }, s.buffers, s.label));
       const x = Math.min(s.groups, maxX);
       pass.dispatchWorkgroups(x, Math.ceil(s.groups / x));
     }
@@ -208,11 +246,13 @@ export class Recorder {
       });
     } finally {
       if (trace) {
-        const done = performance.now();
-        process.stderr.write(`webgpu: ${this.steps.length} steps; record ${(recorded - this.started).toFixed(2)} ms, encode ${(encoded - recorded).toFixed(2)} ms, run + read back ${(done - encoded).toFixed(2)} ms\n`);
+        const done = performance.now(), bg = this.rt.bindGroupStats;
+        process.stderr.write(`webgpu: ${this.steps.length} steps; record ${(recorded - this.started).toFixed(2)} ms, encode ${(encoded - recorded).toFixed(2)} ms, run + read back ${(done - encoded).toFixed(2)} ms; bind groups made ${bg.made}, reused ${bg.reused} so far\n`);
       }
       for (const st of staging) if (st.mapState === "mapped") st.unmap();
-      for (const { kind, buffer } of this.temporaries) this.rt.release(kind, buffer);
+      // In reverse: the next forward of the same shapes takes the same buffers in the same order
+      // (each size class is a stack), so it finds its bind groups made.
+      for (const { kind, buffer } of this.temporaries.reverse()) this.rt.release(kind, buffer);
       this.temporaries.length = 0;
       this.steps.length = 0;
     }
