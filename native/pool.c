@@ -5,9 +5,16 @@
 // whole time slice while the caller, who would publish the next job, waits (on a loaded machine
 // decode on 2 threads ran at half the speed of 1 thread without the yield).
 //
-// Chunks are claimed from a shared counter, so a worker that lost its core (an oversubscribed
-// machine) never holds up a job: the caller takes the remaining chunks, closes the job, and waits
-// only for the workers that joined it. Which thread computes a chunk never changes its result.
+// Each thread owns a contiguous range of the job's chunks (thread i: chunks [i·n/T, (i+1)·n/T))
+// and takes them from the front, in order; a thread whose range is empty steals from the back of
+// the others'. So a worker that lost its core (an oversubscribed machine) never holds up a job:
+// the caller takes its remaining chunks, closes the job, and waits only for the workers that
+// joined it. Contiguous ranges matter for decode: the chunks of a matrix–vector product are runs
+// of weight rows, and two threads taking turns along one shared counter each read a broken
+// stream (their hardware prefetchers restart at every chunk) and pass the counter's cache line
+// back and forth; one stream per thread made 2-thread decode 1.4–1.5× faster than 1 thread
+// where alternating chunks gave no gain at all. A thread's own claims touch only its own cache
+// line. Which thread computes a chunk never changes its result.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -31,8 +38,6 @@ static struct {
   atomic_ullong state;          // gen << 32 | CLOSED | number of workers that joined
   toy_chunk_fn fn;
   void *ctx;
-  int64_t nchunks;
-  _Alignas(64) atomic_llong next; // next chunk to claim
   _Alignas(64) atomic_int done;   // joined workers that finished
   _Alignas(64) int n;
   atomic_int sleeping; // workers blocked on the condvar
@@ -43,6 +48,11 @@ static struct {
   unsigned start_gen;
   pthread_t tid[MAX_THREADS];
 } P = { .n = 1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+// Thread i's chunks not yet taken: [lo, hi) packed as hi << 32 | lo, one cache line each. The
+// owner takes lo (front), thieves take hi − 1 (back); a compare-and-swap makes each chunk taken once.
+typedef struct { _Alignas(64) atomic_ullong lohi; } range_t;
+static range_t R[MAX_THREADS];
 
 static scratch_t scratch[MAX_THREADS][SCRATCH_SLOTS];
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -61,14 +71,34 @@ static long now_ns(void) {
   return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+static int64_t take_front(range_t *r) {
+  unsigned long long v = atomic_load_explicit(&r->lohi, memory_order_relaxed);
+  for (;;) {
+    const uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+    if (lo >= hi) return -1;
+    if (atomic_compare_exchange_weak_explicit(&r->lohi, &v, v + 1, memory_order_relaxed, memory_order_relaxed)) return lo;
+  }
+}
+
+static int64_t take_back(range_t *r) {
+  unsigned long long v = atomic_load_explicit(&r->lohi, memory_order_relaxed);
+  for (;;) {
+    const uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+    if (lo >= hi) return -1;
+    const unsigned long long w = (unsigned long long)(hi - 1) << 32 | lo;
+    if (atomic_compare_exchange_weak_explicit(&r->lohi, &v, w, memory_order_relaxed, memory_order_relaxed)) return hi - 1;
+  }
+}
+
+// Thread ith's own range first, then what is left of the others' (from their back ends).
 static void claim_chunks(int ith) {
   const toy_chunk_fn fn = P.fn;
   void *const ctx = P.ctx;
-  const int64_t n = P.nchunks;
-  for (;;) {
-    const int64_t c = atomic_fetch_add_explicit(&P.next, 1, memory_order_relaxed);
-    if (c >= n) return;
-    fn(ctx, c, ith);
+  const int n = P.n;
+  for (int64_t c; (c = take_front(&R[ith])) >= 0;) fn(ctx, c, ith);
+  for (int k = 1; k < n; k++) {
+    range_t *r = &R[(ith + k) % n];
+    for (int64_t c; (c = take_back(r)) >= 0;) fn(ctx, c, ith);
   }
 }
 
@@ -152,15 +182,17 @@ void pool_set_threads(int n) {
 void pool_for(toy_chunk_fn fn, void *ctx, int64_t nchunks) {
   if (nchunks <= 0) return;
   pthread_mutex_lock(&run_mu);
-  if (P.n <= 1 || nchunks == 1) {
+  if (P.n <= 1 || nchunks == 1 || nchunks > UINT32_MAX) { // (ranges hold 32-bit chunk numbers)
     for (int64_t c = 0; c < nchunks; c++) fn(ctx, c, 0);
     pthread_mutex_unlock(&run_mu);
     return;
   }
   P.fn = fn;
   P.ctx = ctx;
-  P.nchunks = nchunks;
-  atomic_store(&P.next, 0);
+  for (int i = 0; i < P.n; i++) {
+    const unsigned long long lo = (unsigned long long)(nchunks * i / P.n), hi = (unsigned long long)(nchunks * (i + 1) / P.n);
+    atomic_store_explicit(&R[i].lohi, hi << 32 | lo, memory_order_relaxed); // published by the gen store below
+  }
   atomic_store(&P.done, 0);
   const unsigned g = atomic_load(&P.gen) + 1;
   atomic_store(&P.state, (unsigned long long)g << 32);
