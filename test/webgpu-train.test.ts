@@ -3,7 +3,8 @@
 // train.test.ts's bounds) for the tiny fixtures; a LoRA run against the same run on ts; `toy
 // train --backend webgpu` from the command line; and the same bits from two runs. The
 // large-vocabulary fixtures (gemma2: soft-cap, window, GeGLU; gpt2: LayerNorm, biases) run with
-// TOY_SLOW=1; their ops are tested in webgpu-train-kernels.test.ts either way.
+// TOY_SLOW=1; their ops are tested in webgpu-train-kernels.test.ts either way. And a tiny ViT's
+// loss and gradients against ts (it needs no fixtures).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,6 +16,13 @@ import { warmStart } from "../src/recipes/warmStart.js";
 import { fixtures } from "./helpers/fixtures.js";
 import { toy } from "./helpers/cli.js";
 import { webgpuTrainSkip } from "./helpers/webgpu.js";
+import { trainKernelsFor, tsTrainKernels } from "../src/autograd/kernels/index.js";
+import type { VitConfig } from "../src/archs/vitConfig.js";
+import { Rng } from "../src/data/rng.js";
+import { parseGGUF } from "../src/io/gguf/reader.js";
+import { initialVitBytes } from "../src/recipes/vitTiny.js";
+import { imageClassification } from "../src/train/objectives.js";
+import { parametersFromFile } from "../src/train/params.js";
 
 interface TrainRef {
   batch: { input: number[]; target: number[] };
@@ -23,7 +31,8 @@ interface TrainRef {
 }
 
 const fx = fixtures();
-const skip = fx.skip || webgpuTrainSkip();
+const noGpu = webgpuTrainSkip();
+const skip = fx.skip || noGpu;
 /** The fixtures whose reference runs are quick on llvmpipe (≤ 5 s each), and those with large
  *  vocabularies (32,000 to 256,000 logits a token: ~20 s each there), run with TOY_SLOW=1. */
 const MODELS = ["stories260K", "llama3-tiny", "qwen2-tiny", "qwen3-tiny", "olmoe-tiny"];
@@ -100,5 +109,31 @@ test("toy train warm-start --backend webgpu --json reproduces PyTorch (stories26
     checkLosses("stories260K", events.filter((e) => e.event === "step").map((e) => e.loss), ref);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** 1×6×4 images in 2×2 patches (T = 7), d 8 in 2 heads, 3 classes: vit.test.ts's tiny ViT. */
+const TINY_VIT: VitConfig = {
+  arch: "vit", channels: 1, height: 6, width: 4, patchSize: 2, nEmbd: 8, nLayer: 2, nHead: 2, headDim: 4, nFF: 12, nClasses: 3, normEps: Math.fround(1e-6),
+};
+
+test("ViT training forward on webgpu agrees with ts (loss and every gradient; bidirectional attention, LayerNorm)", { skip: noGpu }, () => {
+  const params = parametersFromFile(parseGGUF(initialVitBytes(TINY_VIT, 2, ["a", "b", "c"], null), "<tiny>"));
+  const rng = new Rng(102);
+  for (const v of params.values.values()) for (let i = 0; i < v.length; i++) v[i] += 0.3 * rng.normal();
+  const B = 4, batch = {
+    pixels: Float32Array.from({ length: B * 24 }, () => rng.normal()),
+    labels: Int32Array.from({ length: B }, () => Math.floor(rng.next() * 3)),
+    size: B,
+  };
+  const objective = imageClassification(TINY_VIT);
+  const a = objective.lossAndGradients(params, batch, { kernels: tsTrainKernels });
+  const b = objective.lossAndGradients(params, batch, { kernels: trainKernelsFor("webgpu") });
+  assert.ok(Math.abs(a.loss - b.loss) < 1e-5, `loss ${a.loss} vs ${b.loss}`);
+  for (const [name, g] of a.grads) {
+    const h = b.grads.get(name)!;
+    let diff = 0, ref = 0;
+    for (let i = 0; i < g.length; i++) { diff += (g[i] - h[i]) ** 2; ref += g[i] ** 2; }
+    assert.ok(Math.sqrt(diff) <= 1e-4 * Math.max(Math.sqrt(ref), 1e-3), `${name}: webgpu and ts gradients differ by ${Math.sqrt(diff)}`);
   }
 });
