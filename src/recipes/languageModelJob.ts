@@ -14,7 +14,7 @@ import { join, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { Rng } from "../data/rng.js";
 import type { Batch } from "../data/batch.js";
-import { cpuBackend, selectBackend, type Device } from "../backends/index.js";
+import { cpuBackend, prepareBackend, selectBackend, type Device } from "../backends/index.js";
 import { DEFAULT_TRAIN_OPTIONS } from "../train/trainer.js";
 import { runLoop } from "../train/loop.js";
 import { tokenizerFromMetadata } from "../io/tokenizer/index.js";
@@ -157,6 +157,7 @@ function fileMapper() {
 /** Run (or, from `ckpt`, continue) the language-model run a spec describes. */
 export async function runLanguageModel(spec: LanguageModelSpec, openBundle: () => RunBundle, ckpt: Checkpoint | undefined, output: JobOutput): Promise<JobResult> {
   const job = spec.flags;
+  await prepareBackend(job.backend);
   const backend = selectBackend(job.backend, { threads: job.threads });
   const run = realize(spec, backend, ckpt);
   const rng = new Rng(job.seed);

@@ -7,7 +7,7 @@
 
 import { resolve } from "node:path";
 import { UsageError } from "../errors.js";
-import { selectBackend } from "../backends/index.js";
+import { prepareBackend, selectBackend } from "../backends/index.js";
 import { DEFAULT_TRAIN_OPTIONS } from "../train/trainer.js";
 import { runLoop } from "../train/loop.js";
 import { ImageBatches, loadImageData, type ImageSplit } from "../io/images/index.js";
@@ -66,6 +66,7 @@ export async function trainVit(options: VitJobOptions, output: JobOutput = {}): 
 /** Run (or, from `ckpt`, continue) the ViT run a spec describes. */
 export async function runVit(spec: VitSpec, openBundle: () => RunBundle, ckpt: Checkpoint | undefined, output: JobOutput): Promise<JobResult> {
   const job = spec.flags;
+  await prepareBackend(job.backend);
   const backend = selectBackend(job.backend, { threads: job.threads });
   // Class folders split by seed 0 whatever the seed is, so toy eval --data finds the same split.
   const data: ImageSplit = loadImageData(job.data, { trainCount: job.trainCount, evalCount: job.evalCount });

@@ -137,7 +137,9 @@ function runOf(source: GGUFFile, train: Partial<TrainOptions>, backend: Device |
   const config = vitConfigOf(source);
   const params = parametersFromFile(source);
   const trainer = new Trainer(imageClassification(config), params, { ...DEFAULT_TRAIN_OPTIONS, ...train }, { kernels: trainKernels(backend) });
-  const device = backend ?? selectBackend(undefined, { quiet: true });
+  // Validation is inference; the webgpu backend has no ViT inference yet, so a run trained there
+  // is evaluated on the host's backend (cpu, else ts).
+  const device = backend && backend !== "webgpu" ? backend : selectBackend(undefined, { quiet: true });
   const snapshot = () => parseGGUF(encodeGGUF(checkpointSpec(source, params)), source.path);
   const model = () => loadVisionModel(snapshot(), device);
   return {

@@ -107,3 +107,12 @@ export const KV_CACHE_DISTANCE: Record<"f16" | "q8_0", { exactLogits: number; lo
   f16: { exactLogits: 0.03, logits: 3, margin: 0.5, perplexity: 0.005 },
   q8_0: { exactLogits: 1.0, logits: 3, margin: 0.5, perplexity: 0.006 },
 };
+
+// Training kernels against the ts reference (float64 sums), max |Δ| relative to each output's
+// scale. The webgpu kernels sum in float32, one thread's loop or a fixed 64-way tree (the GEMM
+// over up to 300 terms, attention over ≤ 23 keys × 16 dims, norms over ≤ 300 values, the
+// log-sum-exp over ≤ 1,001 logits): float32 rounding (6e-8 per add) over such lengths stays below
+// 1e-5, and exp, tanh and sqrt on the device add a few ulps. AdamW runs in float32 where ts
+// rounds once from float64: a few ulps of each update. 2e-5 leaves headroom; a wrong index or a
+// missing term moves outputs by ≥ 1e-2.
+export const TRAIN_KERNEL_TOLERANCE = { webgpu: 2e-5 } as const;

@@ -4,6 +4,7 @@
 
 import { prepareBackend, webgpuRuntime } from "../../src/backends/index.js";
 import type { GpuRuntime } from "../../src/backends/webgpu/runtime.js";
+import { trainKernelsFor } from "../../src/autograd/kernels/index.js";
 
 export async function webgpu(): Promise<{ rt: GpuRuntime; skip: false } | { rt: null; skip: string }> {
   try {
@@ -13,5 +14,17 @@ export async function webgpu(): Promise<{ rt: GpuRuntime; skip: false } | { rt: 
     const skip = `SKIPPED: ${(e as Error).message}`;
     console.warn(skip);
     return { rt: null, skip };
+  }
+}
+
+/** Why the webgpu training kernels cannot run here (a visible SKIPPED message), or false. */
+export function webgpuTrainSkip(): string | false {
+  try {
+    trainKernelsFor("webgpu");
+    return false;
+  } catch (e) {
+    const skip = `SKIPPED: ${(e as Error).message}`;
+    console.warn(skip);
+    return skip;
   }
 }

@@ -3,7 +3,8 @@
 // sums) forward and backward, and the optimizer's sweeps over all parameters. The
 // differentiable ops (../ops) own the math and the tape; they hand these kernels plain arrays.
 // `ts` is the reference (float64 sums); `cpu` runs the native GEMM and attention
-// (native/gemm.c, native/attention_train.c), float32 with FMA, and native/train_ops.c.
+// (native/gemm.c, native/attention_train.c), float32 with FMA, and native/train_ops.c; `webgpu`
+// runs WGSL kernels (backends/webgpu/train/) on a device owned by a worker thread (./webgpu.ts).
 // Gradients are added into the arrays given (null: not wanted). `out`, where a kernel takes one,
 // is where it writes its result (every value; any contents before): the tape's reused buffers.
 
@@ -12,6 +13,7 @@ import { BackendError } from "../../errors.js";
 import { cpuBackend } from "../../backends/index.js";
 import { cpuTrainKernels } from "./cpu.js";
 import { tsTrainKernels } from "./ts.js";
+import { webgpuTrainKernels } from "./webgpu.js";
 
 export interface AttentionShape {
   /** Sequences in the batch, and rows per sequence. */
@@ -92,7 +94,8 @@ export interface TrainKernels {
 
 export { tsTrainKernels };
 
-/** The training kernels of a backend (an error, exit 4, when the cpu backend did not build). */
+/** The training kernels of a backend (an error, exit 4, when the cpu backend did not build or no
+ *  WebGPU adapter is found). */
 export function trainKernelsFor(device: Device): TrainKernels {
   if (device === "ts") return tsTrainKernels;
   if (device === "cpu") {
@@ -100,5 +103,6 @@ export function trainKernelsFor(device: Device): TrainKernels {
     if ("error" in cpu) throw new BackendError(`the cpu backend is not available: ${cpu.error}`);
     return cpuTrainKernels(cpu.addon);
   }
+  if (device === "webgpu") return webgpuTrainKernels();
   throw new BackendError(`training on backend ${device} is not available in this build`);
 }

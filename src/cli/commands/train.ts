@@ -98,7 +98,7 @@ export function trainCommand(): Command {
 
 /** from-scratch on the ts backend: the flags the user left at their defaults take the ts-sized ones. */
 function scratchDefaultsForBackend(flags: TrainFlags, command: Command): void {
-  if (selectBackend(flags.backend, { threads: flags.threads }) !== "ts") return;
+  if (flags.backend === "webgpu" || selectBackend(flags.backend, { threads: flags.threads }) !== "ts") return;
   for (const [key, value] of Object.entries(SCRATCH_TS_DEFAULTS)) {
     if (command.getOptionValueSource(key) === "default") (flags as unknown as Record<string, unknown>)[key] = value;
   }
