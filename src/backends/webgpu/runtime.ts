@@ -285,10 +285,11 @@ export class Recorder {
   }
 }
 
-/** Write `data` at the start of `buffer` (writeBuffer takes whole words: a ragged tail is padded). */
+/** Write `data` at the start of `buffer`. writeBuffer takes whole words (a ragged tail is
+ *  padded) and refuses views of a SharedArrayBuffer (the training worker's inputs: copied). */
 function writeWords(device: GPUDevice, buffer: GPUBuffer, data: ArrayBufferView): void {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  if (bytes.byteLength % 4 === 0) device.queue.writeBuffer(buffer, 0, bytes);
+  if (bytes.byteLength % 4 === 0 && !(bytes.buffer instanceof SharedArrayBuffer)) device.queue.writeBuffer(buffer, 0, bytes);
   else {
     const padded = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
     padded.set(bytes);
