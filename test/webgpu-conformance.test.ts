@@ -17,7 +17,7 @@ import { logSumExp } from "../src/primitives/index.js";
 import { fixtures } from "./helpers/fixtures.js";
 import { assertGreedy, assertTop1, loadRef, maxLogitError } from "./helpers/refs.js";
 import { KV_CACHE_DISTANCE, tolerance } from "./helpers/tolerances.js";
-import { toy, toyJson } from "./helpers/cli.js";
+import { toyJson } from "./helpers/cli.js";
 import { webgpu } from "./helpers/webgpu.js";
 
 const fx = fixtures();
@@ -110,16 +110,13 @@ test("webgpu refuses what it does not run, with exit code 4", { skip }, () => {
   assert.throws(() => model.forward(Int32Array.of(1), model.newCache(8), "last"), /forwardAsync/);
 });
 
-test("toy infer and eval --backend webgpu give the ts backend's answers; serve refuses with exit 4", { skip }, () => {
+test("toy infer and eval --backend webgpu give the ts backend's answers", { skip }, () => {
   const model = path("qwen2-tiny");
   const infer = (backend: string) => toyJson(["infer", model, "--backend", backend, "--ids", "1,20,300,40", "--max-tokens", "8", "--temperature", "0", "--cache-type", "f32", "--json"]);
   assert.deepEqual(infer("webgpu").tokens, infer("ts").tokens);
   const evaluate = (backend: string) => toyJson(["eval", model, "--backend", backend, "--ids", "1,20,300,40,5,60", "--json"]);
   const [g, t] = [evaluate("webgpu"), evaluate("ts")];
   assert.ok(Math.abs(g.nll - t.nll) < 1e-4, `nll ${g.nll} vs ${t.nll}`);
-  const serve = toy(["serve", model, "--backend", "webgpu", "--port", "0"]);
-  assert.equal(serve.status, 4, serve.stderr);
-  assert.match(serve.stderr, /webgpu/);
 });
 
 test("generateAsync on webgpu: greedy on the GPU and sampling from read-back logits give the ts tokens", { skip }, async () => {

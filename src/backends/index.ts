@@ -49,7 +49,7 @@ export async function prepareBackend(device: string | undefined): Promise<void> 
 /** The opened WebGPU device (after `await prepareBackend("webgpu")`). */
 export function webgpuRuntime(): GpuRuntime {
   if (!gpu) {
-    throw new BackendError('the webgpu backend is not open here: the toy commands infer and eval run on webgpu (serve and train not yet); a program calls await prepareBackend("webgpu") before loading a model');
+    throw new BackendError('the webgpu backend is not open here: the toy commands infer, eval and serve run on webgpu (train not yet); a program calls await prepareBackend("webgpu") before loading a model');
   }
   return gpu;
 }

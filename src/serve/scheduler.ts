@@ -5,6 +5,11 @@
 // served. Then it yields to the event loop, so sockets, timers and new requests are served
 // between ticks.
 //
+// A model that answers asynchronously (webgpu: forwardBatchAsync, one submission for the whole
+// tick) runs the same tick, awaiting the forward: the event loop runs meanwhile (requests are
+// read and admitted to idle slots), but a slot whose rows are in flight is not given away or
+// truncated until the forward is back (an abort then ends it at the next tick).
+//
 // A request's answer does not depend on the others in the batch: each has its own cache and
 // its own seeded sampler, and the kernels compute every row the same way whatever the rows
 // around it (docs/serve.md, "Answers independent of load").
@@ -95,6 +100,8 @@ interface Slot {
   /** What the cache holds, position by position. */
   cachedIds: number[];
   active?: Active;
+  /** Its rows are in an asynchronous forward not yet back: its cache must not change. */
+  inFlight?: boolean;
 }
 
 interface Waiting {
@@ -190,14 +197,22 @@ export class Scheduler {
   /**
    * Touch everything the first request would: allocate every slot's cache, run the weights
    * through a one-row forward and a batch of one row per slot (page in the memory-mapped file,
-   * compile the code paths of both shapes), then forget those positions.
+   * compile the code paths of both shapes; on webgpu: upload the weights, compile the shaders),
+   * then forget those positions. Synchronous on a synchronous model (nothing is awaited).
    */
-  warmUp(token = 0): void {
+  async warmUp(token = 0): Promise<void> {
     for (const s of this.slots) s.cache ??= this.model.newCache(this.opts.contextSize);
-    const one = this.model.forward(Int32Array.of(token), this.slots[0].cache!, "last");
-    argmax(one.data);
-    this.slots[0].cache!.truncate(0);
-    this.model.forwardBatch(this.slots.map((s) => ({ ids: Int32Array.of(token), cache: s.cache! })));
+    const batch = this.slots.map((s) => ({ ids: Int32Array.of(token), cache: s.cache! }));
+    if (this.model.forwardBatchAsync) {
+      await this.model.forwardBatchAsync(batch.slice(0, 1));
+      this.slots[0].cache!.truncate(0);
+      await this.model.forwardBatchAsync(batch);
+    } else {
+      const one = this.model.forward(Int32Array.of(token), this.slots[0].cache!, "last");
+      argmax(one.data);
+      this.slots[0].cache!.truncate(0);
+      this.model.forwardBatch(batch);
+    }
     for (const s of this.slots) s.cache!.truncate(0);
   }
 
@@ -255,7 +270,8 @@ export class Scheduler {
     const active: Active = {
       job: w.job, resolve: w.resolve, reject: w.reject, order: this.admitted++, read: keep, cachedTokens: keep,
       t0: performance.now(), t1: 0,
-      onAbort: () => this.release(slot, "aborted"),
+      // In flight: the next tick sees the aborted signal and ends it (plan()).
+      onAbort: () => { if (!slot.inFlight) this.release(slot, "aborted"); },
     };
     slot.active = active;
     w.job.signal.addEventListener("abort", active.onAbort, { once: true });
@@ -275,18 +291,44 @@ export class Scheduler {
       return;
     }
     this.arrivalTurns = 0;
-    this.ticking = false;
+    // `ticking` stays set until the forward is back, so no second tick starts meanwhile.
     const rows = this.plan();
+    const batch = rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! }));
+    if (rows.length > 0 && this.model.forwardBatchAsync) {
+      for (const r of rows) r.slot.inFlight = true;
+      this.model.forwardBatchAsync(batch).then(
+        (logits) => { this.land(rows); this.advanceAll(rows, logits.data); },
+        (e) => { this.land(rows); this.failAll(rows, e); },
+      ).finally(() => this.endTick());
+      return;
+    }
     if (rows.length > 0) {
       try {
-        const logits = this.model.forwardBatch(rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! })));
-        const V = this.model.nVocab;
-        rows.forEach((r, i) => this.advance(r, logits.data.subarray(i * V, (i + 1) * V)));
+        this.advanceAll(rows, this.model.forwardBatch(batch).data);
       } catch (e) {
-        for (const r of rows) if (r.slot.active === r.a) this.fail(r.slot, e);
+        this.failAll(rows, e);
       }
     }
+    this.endTick();
+  }
+
+  private endTick(): void {
+    this.ticking = false;
     this.schedule();
+  }
+
+  /** The forward is back: the slots' caches may change again. */
+  private land(rows: Row[]): void {
+    for (const r of rows) r.slot.inFlight = false;
+  }
+
+  private advanceAll(rows: Row[], logits: Float32Array): void {
+    const V = this.model.nVocab;
+    rows.forEach((r, i) => this.advance(r, logits.subarray(i * V, (i + 1) * V)));
+  }
+
+  private failAll(rows: Row[], e: unknown): void {
+    for (const r of rows) if (r.slot.active === r.a) this.fail(r.slot, e);
   }
 
   /** The rows of this tick, decided request by request (a request may also end here). */

@@ -52,7 +52,7 @@ export interface ToyServer {
   template: ChatTemplate;
   metrics: ServeMetrics;
   /** Run the model once before the first request (see Scheduler.warmUp); /ready answers 200 after it. */
-  warmUp(): void;
+  warmUp(): Promise<void>;
   /**
    * Stop taking requests (503, /ready 503) and let those running finish, for at most
    * `timeoutMs`; then close. Resolves with the number of requests cut off by the timeout.
@@ -358,8 +358,8 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
   };
   return {
     app, scheduler, template, metrics, close,
-    warmUp() {
-      scheduler.warmUp(tokenizer.bos ?? 0);
+    async warmUp() {
+      await scheduler.warmUp(tokenizer.bos ?? 0);
       // The first chat request also compiles the template and the tokenizer's paths.
       try {
         const ids = template.encode(parseMessages([{ role: "user", content: "Hi!" }], "messages"));

@@ -6,7 +6,7 @@ import { int } from "../common.js";
 
 export function backendOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option("--backend <name>", "compute backend (default: cpu when built, else ts; webgpu: infer and eval)").choices(["ts", "cpu", "webgpu"]))
+    .addOption(new Option("--backend <name>", "compute backend (default: cpu when built, else ts; webgpu: infer, eval and serve)").choices(["ts", "cpu", "webgpu"]))
     .option("--threads <n>", "threads for the cpu backend (default: $TOY_THREADS or all cores)", int("--threads", 1));
 }
 

@@ -2,6 +2,7 @@
 
 import { basename } from "node:path";
 import { Command } from "commander";
+import { prepareBackend } from "../../backends/index.js";
 import { UsageError } from "../../errors.js";
 import { DEFAULT_BATCH_TOKENS } from "../../serve/scheduler.js";
 import { createServer } from "../../serve/server.js";
@@ -48,6 +49,7 @@ export function serveCommand(): Command {
 }
 
 async function runServe(modelPath: string, flags: ServeFlags): Promise<void> {
+  await prepareBackend(flags.backend);
   const opened = openModel(modelPath, flags);
   const { model, tokenizer } = opened;
   if (flags.port > 65535) throw new UsageError(`--port must be at most 65535, got ${flags.port}`);
@@ -68,7 +70,7 @@ async function runServe(modelPath: string, flags: ServeFlags): Promise<void> {
   if (server.template.isFallback) process.stderr.write("toy: the model has no chat template; chat uses ChatML\n");
   // Before listening: the first request must not pay for paging in the weights.
   const t0 = performance.now();
-  server.warmUp();
+  await server.warmUp();
   const warmMs = performance.now() - t0;
   let address: string;
   try {
