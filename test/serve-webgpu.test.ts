@@ -1,7 +1,8 @@
 // `toy serve --backend webgpu` through the official `openai` client on a tiny fixture (llvmpipe
 // here): completions and chat, streaming and not, equal to `toy infer --backend webgpu`; clients
 // at once get their solo answers bit for bit (log-probabilities included, n, json_object);
-// /metrics; SIGTERM drains and exits 0. Skips, visibly, without fixtures or a WebGPU adapter.
+// a client leaving mid-stream; /metrics; SIGTERM drains and exits 0. Skips, visibly, without
+// fixtures or a WebGPU adapter.
 // (Answers independent of load at 16 clients: test/serve-invariance.test.ts, webgpu included.)
 
 import { after, before, describe, test } from "node:test";
@@ -12,7 +13,7 @@ import { join } from "node:path";
 import type OpenAI from "openai";
 import { toyJson } from "./helpers/cli.js";
 import { fixtures } from "./helpers/fixtures.js";
-import { metricValue, serve, type Served } from "./helpers/serve.js";
+import { metricValue, serve, until, type Served } from "./helpers/serve.js";
 import { webgpu } from "./helpers/webgpu.js";
 
 const fx = fixtures();
@@ -101,6 +102,33 @@ describe(`toy serve --backend webgpu (${MODEL})`, { skip }, () => {
       if (r.choices[0].finish_reason === "stop") assert.equal(typeof JSON.parse(r.choices[0].message.content!), "object");
       else assert.equal(r.choices[0].finish_reason, "length");
     }
+  });
+
+  test("a client that leaves mid-stream (its rows possibly in flight) frees its slot; the slot's cache stays right", async () => {
+    const health = async () => (await (await fetch(`${s.url}/health`)).json()) as { slots_busy: number; aborted: number };
+    const body = { model: MODEL, prompt: PROMPT, max_tokens: 12, temperature: 0, ignore_eos: true } as OpenAI.CompletionCreateParamsNonStreaming;
+    const other = { ...body, prompt: `${PROMPT} in a forest`, temperature: 0.9, seed: 5 };
+    const [soloOther] = await complete(s.client, other, true);
+    const before = await health();
+    const ac = new AbortController();
+    const leaving = (async () => {
+      let got = 0;
+      try {
+        for await (const c of await s.client.completions.create({ ...body, max_tokens: 200, stream: true }, { signal: ac.signal })) {
+          if (c.choices[0].text && ++got === 3) ac.abort();
+        }
+      } catch {
+        // the client's own abort
+      }
+    })();
+    const [[staying]] = await Promise.all([complete(s.client, other, true), leaving]);
+    assert.deepEqual(staying, soloOther);
+    await until("the slot to be free", async () => (await health()).slots_busy === 0);
+    assert.equal((await health()).aborted, before.aborted + 1);
+    // The same prompt again finds its start in that slot's cache: the answer is still the solo one.
+    const inf = toyJson<{ text: string }>(["infer", path, "--prompt", PROMPT, "--temperature", "0", "--max-tokens", "12", "--ignore-eos", "--json", "--backend", "webgpu"]);
+    const [again] = await complete(s.client, body, false);
+    assert.equal(again.text, inf.text);
   });
 
   test("/metrics counts the requests; SIGTERM drains and exits 0", async () => {
