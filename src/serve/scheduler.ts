@@ -3,9 +3,12 @@
 // weights once for all its rows): one row for each request that is generating, and, within a
 // budget of rows per tick, the next part of the prompts still being read, first come first
 // served. Then it yields to the event loop, so sockets, timers and new requests are served
-// between ticks. On a backend that computes asynchronously (webgpu) the tick awaits its forward,
-// and the event loop runs while the GPU works; slots freed meanwhile are handed out only after
-// the forward has advanced their caches.
+// between ticks.
+//
+// A model that answers asynchronously (webgpu: forwardBatchAsync, one submission for the whole
+// tick) runs the same tick, awaiting the forward: the event loop runs meanwhile (requests are
+// read and admitted to idle slots), but a slot whose rows are in flight is not given away or
+// truncated until the forward is back (an abort then ends it at the next tick).
 //
 // A request's answer does not depend on the others in the batch: each has its own cache and
 // its own seeded sampler, and the kernels compute every row the same way whatever the rows
@@ -13,7 +16,6 @@
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
-import type { Tensor } from "../tensor/tensor.js";
 import { Generation, type FinishReason, type TokenFilter } from "../engines/generate.js";
 import { argmax, topIds, type SamplingOptions } from "../engines/sampling.js";
 import { logSumExp } from "../primitives/softmax.js";
@@ -98,6 +100,8 @@ interface Slot {
   /** What the cache holds, position by position. */
   cachedIds: number[];
   active?: Active;
+  /** Its rows are in an asynchronous forward not yet back: its cache must not change. */
+  inFlight?: boolean;
 }
 
 interface Waiting {
@@ -132,8 +136,6 @@ export class Scheduler {
   private slots: Slot[];
   private queue: Waiting[] = [];
   private ticking = false;
-  /** An asynchronous forward is running: its rows' caches are advanced when it completes. */
-  private inFlight = false;
   /** Event-loop turns the next tick has waited for arriving requests. */
   private arrivalTurns = 0;
   private closed = false;
@@ -195,22 +197,23 @@ export class Scheduler {
   /**
    * Touch everything the first request would: allocate every slot's cache, run the weights
    * through a one-row forward and a batch of one row per slot (page in the memory-mapped file,
-   * compile the code paths of both shapes, or on webgpu upload the weights and build the
-   * pipelines), then forget those positions.
+   * compile the code paths of both shapes; on webgpu: upload the weights, compile the shaders),
+   * then forget those positions. Synchronous on a synchronous model (nothing is awaited).
    */
   async warmUp(token = 0): Promise<void> {
     for (const s of this.slots) s.cache ??= this.model.newCache(this.opts.contextSize);
-    const first = this.slots[0].cache!, one = Int32Array.of(token);
-    if (this.model.forwardAsync) await this.model.forwardAsync(one, first, "last");
-    else argmax(this.model.forward(one, first, "last").data);
-    first.truncate(0);
-    await this.forwardBatch(this.slots.map((s) => ({ ids: Int32Array.of(token), cache: s.cache! })));
+    const batch = this.slots.map((s) => ({ ids: Int32Array.of(token), cache: s.cache! }));
+    if (this.model.forwardBatchAsync) {
+      await this.model.forwardBatchAsync(batch.slice(0, 1));
+      this.slots[0].cache!.truncate(0);
+      await this.model.forwardBatchAsync(batch);
+    } else {
+      const one = this.model.forward(Int32Array.of(token), this.slots[0].cache!, "last");
+      argmax(one.data);
+      this.slots[0].cache!.truncate(0);
+      this.model.forwardBatch(batch);
+    }
     for (const s of this.slots) s.cache!.truncate(0);
-  }
-
-  /** The model's batched forward: the last row of each sequence's logits. */
-  private forwardBatch(sequences: { ids: Int32Array; cache: KVCache }[]): Tensor | Promise<Tensor> {
-    return this.model.forwardBatchAsync ? this.model.forwardBatchAsync(sequences) : this.model.forwardBatch(sequences);
   }
 
   /** Refuse new jobs (503) and let the running and waiting ones finish; resolves when none is left. */
@@ -241,7 +244,7 @@ export class Scheduler {
 
   /** Give waiting jobs the idle slots: the one whose cache already holds most of the prompt. */
   private fill(): void {
-    while (this.queue.length > 0 && !this.inFlight) {
+    while (this.queue.length > 0) {
       const idle = this.slots.filter((s) => !s.active);
       if (idle.length === 0) break;
       const w = this.queue.shift()!;
@@ -267,7 +270,8 @@ export class Scheduler {
     const active: Active = {
       job: w.job, resolve: w.resolve, reject: w.reject, order: this.admitted++, read: keep, cachedTokens: keep,
       t0: performance.now(), t1: 0,
-      onAbort: () => this.release(slot, "aborted"),
+      // In flight: the next tick sees the aborted signal and ends it (plan()).
+      onAbort: () => { if (!slot.inFlight) this.release(slot, "aborted"); },
     };
     slot.active = active;
     w.job.signal.addEventListener("abort", active.onAbort, { once: true });
@@ -287,34 +291,44 @@ export class Scheduler {
       return;
     }
     this.arrivalTurns = 0;
+    // `ticking` stays set until the forward is back, so no second tick starts meanwhile.
     const rows = this.plan();
-    const sequences = rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! }));
-    const done = (logits: Tensor) => {
-      const V = this.model.nVocab;
-      rows.forEach((r, i) => this.advance(r, logits.data.subarray(i * V, (i + 1) * V)));
-    };
-    const failed = (e: unknown) => {
-      for (const r of rows) if (r.slot.active === r.a) this.fail(r.slot, e);
-    };
+    const batch = rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! }));
     if (rows.length > 0 && this.model.forwardBatchAsync) {
-      this.inFlight = true;
-      this.model.forwardBatchAsync(sequences).then(done, failed).finally(() => {
-        this.inFlight = false;
-        this.ticking = false;
-        this.fill();
-        this.notifyIdle();
-      });
+      for (const r of rows) r.slot.inFlight = true;
+      this.model.forwardBatchAsync(batch).then(
+        (logits) => { this.land(rows); this.advanceAll(rows, logits.data); },
+        (e) => { this.land(rows); this.failAll(rows, e); },
+      ).finally(() => this.endTick());
       return;
     }
-    this.ticking = false;
     if (rows.length > 0) {
       try {
-        done(this.model.forwardBatch(sequences));
+        this.advanceAll(rows, this.model.forwardBatch(batch).data);
       } catch (e) {
-        failed(e);
+        this.failAll(rows, e);
       }
     }
+    this.endTick();
+  }
+
+  private endTick(): void {
+    this.ticking = false;
     this.schedule();
+  }
+
+  /** The forward is back: the slots' caches may change again. */
+  private land(rows: Row[]): void {
+    for (const r of rows) r.slot.inFlight = false;
+  }
+
+  private advanceAll(rows: Row[], logits: Float32Array): void {
+    const V = this.model.nVocab;
+    rows.forEach((r, i) => this.advance(r, logits.subarray(i * V, (i + 1) * V)));
+  }
+
+  private failAll(rows: Row[], e: unknown): void {
+    for (const r of rows) if (r.slot.active === r.a) this.fail(r.slot, e);
   }
 
   /** The rows of this tick, decided request by request (a request may also end here). */
