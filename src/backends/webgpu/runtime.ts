@@ -6,7 +6,7 @@
 /// <reference types="@webgpu/types" />
 
 import { BackendError } from "../../errors.js";
-import type { AdapterReport } from "./adapter.js";
+import type { AdapterReport } from "./device.js";
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 
