@@ -124,6 +124,33 @@ test("the chat page runs a greedy reply in the browser on WebGPU, with the ts ba
   await page.close();
 });
 
+test("without WebGPU the page says so, and the server mode still answers", { skip, timeout: 120_000 }, async () => {
+  // Chromium as test/serve-page.test.ts runs it (no GPU, WebGPU not enabled).
+  const plain = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--headless", "--no-sandbox", "--disable-gpu"] });
+  try {
+    const page = await plain.newPage();
+    await page.goto(url + "/");
+    await page.selectOption("#where", "browser");
+    await page.waitForFunction(`/^error: /.test(document.getElementById("status").textContent)`, undefined, { timeout: 60_000 });
+    const said = (await page.textContent("#status"))!;
+    console.log(`# without WebGPU the page says: ${said}`);
+    assert.match(said, /no WebGPU|no WebGPU adapter|refused/);
+    await page.fill("#max", "3");
+    await page.fill("#input", MESSAGE);
+    await page.press("#input", "Enter");
+    await page.waitForSelector(".stats[data-done='1']", { state: "attached", timeout: 60_000 });
+    assert.match((await page.textContent(".msg.error"))!, /^error: .*WebGPU/);
+    await page.selectOption("#where", "server");
+    await page.fill("#input", MESSAGE);
+    await page.press("#input", "Enter");
+    await page.waitForSelector(".msg.assistant", { timeout: 60_000 });
+    await page.waitForFunction(`document.querySelectorAll(".stats[data-done='1']").length === 2`, undefined, { timeout: 60_000 });
+    assert.doesNotMatch((await page.textContent(".msg.assistant"))!, /^error:/);
+  } finally {
+    await plain.close();
+  }
+});
+
 test("the model file is sent only with --serve-weights, whole, and behind the API key", { skip: noModel }, async () => {
   const model = loadModel(modelPath, "ts");
   const tokenizer = tokenizerFromMetadata(model.file.metadata, modelPath);
