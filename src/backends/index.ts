@@ -2,7 +2,7 @@
 // `cpu` (native, src/backends/cpu) is used when it built; `ts` is the fallback and the gate.
 
 import { BackendError } from "../errors.js";
-import { setFileMapper } from "../io/gguf/reader.js";
+import { setFileMapper } from "../io/gguf/fileMapper.js";
 import { loadCpuBackend } from "./cpu/index.js";
 import type { Device, Kernels } from "./kernels.js";
 import { tsKernels } from "./ts/index.js";

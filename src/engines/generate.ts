@@ -190,11 +190,15 @@ export function generate(model: LanguageModel, prompt: readonly number[], opts: 
   return g.result();
 }
 
+/** Let the event loop run: setImmediate in Node (no timer clamp), a macrotask in a browser. */
+const yieldToEventLoop = (): Promise<void> =>
+  new Promise((r) => (typeof setImmediate === "function" ? setImmediate(r) : setTimeout(r, 0)));
+
 /** The same, yielding to the event loop between tokens (so Ctrl-C, sockets and timers run). */
 export async function generateAsync(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions): Promise<GenerateResult> {
   if (model.forwardAsync) return generateOnDevice(model, prompt, opts, model.forwardAsync.bind(model));
   const g = new Generation(model, prompt, opts);
-  while (g.step()) await new Promise((r) => setImmediate(r));
+  while (g.step()) await yieldToEventLoop();
   return g.result();
 }
 

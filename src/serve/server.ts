@@ -22,6 +22,7 @@ import { chatTemplateFor, parseMessages, type ChatTemplate } from "../io/chat/te
 import type { Tokenizer } from "../io/tokenizer/index.js";
 import { ApiError, fromFrameworkError, invalid, notFound } from "./errors.js";
 import { serveMetrics, type ServeMetrics } from "./metrics.js";
+import { registerBrowserRoutes, OPEN_BROWSER_ROUTES } from "./browserRoutes.js";
 import { chatPage } from "./page.js";
 import { chatSchema, completionSchema, settingsFrom, toolRequest, type ChatBody, type CompletionBody, type GenerationSettings } from "./request.js";
 import { Scheduler, type JobResult } from "./scheduler.js";
@@ -42,6 +43,8 @@ export interface ServeOptions {
   fingerprint: string;
   /** Rows per batched forward (scheduler.ts). */
   batchTokens?: number;
+  /** The GGUF sent at /v1/models/{id}/gguf for the page's in-browser mode (toy serve --serve-weights). */
+  weightsPath?: string;
 }
 
 type Kind = "chat" | "completion";
@@ -116,7 +119,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     const want = createHash("sha256").update(`Bearer ${opts.apiKey}`).digest();
     // Everything but the page and /health needs the key (decided by the route matched, not by
     // the raw URL, so no spelling of a path slips past).
-    const open = new Set(["/", "/health", "/ready", "/metrics"]);
+    const open = new Set(["/", "/health", "/ready", "/metrics", ...OPEN_BROWSER_ROUTES]);
     app.addHook("onRequest", async (req) => {
       if (req.routeOptions.url !== undefined && open.has(req.routeOptions.url)) return;
       const got = createHash("sha256").update(req.headers.authorization ?? "").digest();
@@ -135,7 +138,8 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     if (name !== opts.name) throw notFound(`the model "${name}" does not exist; this server serves "${opts.name}"`, "model", "model_not_found");
   };
 
-  app.get("/", async (_req, reply) => reply.type("text/html; charset=utf-8").send(chatPage(opts.name)));
+  app.get("/", async (_req, reply) => reply.type("text/html; charset=utf-8").send(chatPage(opts.name, { inBrowser: opts.weightsPath !== undefined })));
+  registerBrowserRoutes(app, { name: opts.name, weightsPath: opts.weightsPath });
   app.get("/health", async () => ({ status: "ok", model: opts.name, ...scheduler.stats() }));
   app.get("/ready", async (_req, reply) => {
     const status = scheduler.isDraining ? "draining" : warm ? "ready" : "warming up";

@@ -5,22 +5,10 @@
 
 /// <reference types="@webgpu/types" />
 
-import { GpuRuntime } from "./runtime.js";
+import { runtimeFor } from "./device.js";
+import type { GpuRuntime } from "./runtime.js";
 
-export interface AdapterReport {
-  /** What the adapter calls itself ("OpenGL ES 3.2 Mesa 22.3.6", a GPU's name). */
-  name: string;
-  /** Which Dawn backend and feature level it was found with. */
-  via: string;
-  limits: {
-    maxStorageBufferBindingSize: number;
-    maxBufferSize: number;
-    maxStorageBuffersPerShaderStage: number;
-    maxComputeWorkgroupStorageSize: number;
-    maxComputeWorkgroupsPerDimension: number;
-  };
-  features: string[];
-}
+export type { AdapterReport } from "./device.js";
 
 /** The package's exports we use (it is optional: imported by name at run time, typed here). */
 interface WebGpuPackage {
@@ -76,33 +64,5 @@ async function open(): Promise<GpuRuntime | { error: string }> {
   const found = await findAdapter(pkg);
   if (typeof found === "string") return { error: found };
   const { gpu, adapter, via } = found;
-  const a = adapter.limits;
-  // Ask for the adapter's own storage limits (the defaults are lower), nothing else.
-  const requiredLimits = {
-    maxStorageBufferBindingSize: a.maxStorageBufferBindingSize,
-    maxBufferSize: a.maxBufferSize,
-    maxComputeWorkgroupStorageSize: a.maxComputeWorkgroupStorageSize,
-  };
-  let device: GPUDevice;
-  try {
-    device = await adapter.requestDevice({ requiredLimits });
-  } catch (e) {
-    return { error: `the WebGPU adapter refused a device: ${(e as Error).message}` };
-  }
-  const info = adapter.info;
-  const name = [info.description, info.vendor, info.architecture].filter((s) => s).join(" ") || "unnamed adapter";
-  const d = device.limits;
-  const report: AdapterReport = {
-    name, via,
-    limits: {
-      maxStorageBufferBindingSize: d.maxStorageBufferBindingSize,
-      maxBufferSize: d.maxBufferSize,
-      maxStorageBuffersPerShaderStage: d.maxStorageBuffersPerShaderStage,
-      maxComputeWorkgroupStorageSize: d.maxComputeWorkgroupStorageSize,
-      maxComputeWorkgroupsPerDimension: d.maxComputeWorkgroupsPerDimension,
-    },
-    features: [...adapter.features].sort(),
-  };
-  // The instance must outlive the device: Dawn tears both down when the instance is collected.
-  return new GpuRuntime(device, report, gpu);
+  return runtimeFor(adapter, via, gpu);
 }

@@ -14,7 +14,7 @@
 /// <reference types="@webgpu/types" />
 
 import { BackendError } from "../../errors.js";
-import type { AdapterReport } from "./adapter.js";
+import type { AdapterReport } from "./device.js";
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 const USAGES = { storage: STORAGE, uniform: () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, read: () => GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST };
@@ -23,7 +23,8 @@ type PoolKind = keyof typeof USAGES;
 const POOL_BYTES = 512 * 2 ** 20;
 /** Bind groups kept at most (a decode step of a 30-layer model makes ~600); past it, all are dropped. */
 const MAX_BIND_GROUPS = 8192;
-const trace = typeof process !== "undefined" && Boolean(process.env?.TOY_WEBGPU_TRACE); // absent in a browser
+/** TOY_WEBGPU_TRACE=1 in Node (a browser has no process environment). */
+const trace = Boolean((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TOY_WEBGPU_TRACE);
 
 /** The size class of a request: at least 256 bytes, rounded up to a quarter of its power of two
  *  (so a buffer that grows a little every token, such as the attention scores, is reused). */
@@ -247,7 +248,7 @@ export class Recorder {
     } finally {
       if (trace) {
         const done = performance.now(), bg = this.rt.bindGroupStats;
-        process.stderr.write(`webgpu: ${this.steps.length} steps; record ${(recorded - this.started).toFixed(2)} ms, encode ${(encoded - recorded).toFixed(2)} ms, run + read back ${(done - encoded).toFixed(2)} ms; bind groups made ${bg.made}, reused ${bg.reused} so far\n`);
+        console.error(`webgpu: ${this.steps.length} steps; record ${(recorded - this.started).toFixed(2)} ms, encode ${(encoded - recorded).toFixed(2)} ms, run + read back ${(done - encoded).toFixed(2)} ms; bind groups made ${bg.made}, reused ${bg.reused} so far`);
       }
       for (const st of staging) if (st.mapState === "mapped") st.unmap();
       // In reverse: the next forward of the same shapes takes the same buffers in the same order
@@ -289,7 +290,9 @@ export class Recorder {
  *  padded) and refuses views of a SharedArrayBuffer (the training worker's inputs: copied). */
 function writeWords(device: GPUDevice, buffer: GPUBuffer, data: ArrayBufferView): void {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  if (bytes.byteLength % 4 === 0 && !(bytes.buffer instanceof SharedArrayBuffer)) device.queue.writeBuffer(buffer, 0, bytes);
+  // (A page without cross-origin isolation has no SharedArrayBuffer at all.)
+  const shared = typeof SharedArrayBuffer !== "undefined" && bytes.buffer instanceof SharedArrayBuffer;
+  if (bytes.byteLength % 4 === 0 && !shared) device.queue.writeBuffer(buffer, 0, bytes);
   else {
     const padded = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
     padded.set(bytes);

@@ -24,6 +24,7 @@ export interface ServeFlags {
   drainTimeout: number;
   backend?: string;
   threads?: number;
+  serveWeights?: boolean;
 }
 
 /** The context per slot when --ctx is not given: the model's own, up to this. */
@@ -42,6 +43,7 @@ export function serveCommand(): Command {
     .option("--ctx <n>", `context (KV cache positions) per slot (default: the model's, at most ${DEFAULT_MAX_CTX})`, int("--ctx", 1))
     .option("--body-limit <bytes>", "largest request body; larger ones get 413", int("--body-limit", 1024), 1 << 20)
     .option("--batch-tokens <n>", "rows per batched forward: one per generating request, the rest read prompts", int("--batch-tokens", 1), DEFAULT_BATCH_TOKENS)
+    .option("--serve-weights", "send the model file at /v1/models/{id}/gguf, so that the chat page can run it in the browser (WebGPU)")
     .option("--drain-timeout <seconds>", "on SIGTERM: refuse new requests, let running ones finish for at most this long, then exit 0", float("--drain-timeout", 0), 30);
   backendOptions(cmd);
   cacheTypeOption(cmd);
@@ -66,6 +68,7 @@ async function runServe(modelPath: string, flags: ServeFlags): Promise<void> {
     bodyLimit: flags.bodyLimit,
     batchTokens: flags.batchTokens,
     fingerprint: `toy-${toyVersion()}-${model.device}`,
+    weightsPath: flags.serveWeights ? opened.path : undefined,
   });
   if (server.template.isFallback) process.stderr.write("toy: the model has no chat template; chat uses ChatML\n");
   // Before listening: the first request must not pay for paging in the weights.
