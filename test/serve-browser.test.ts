@@ -8,7 +8,6 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
@@ -16,8 +15,8 @@ import { loadModel } from "../src/archs/index.js";
 import { chatTemplateFor } from "../src/io/chat/template.js";
 import { tokenizerFromMetadata } from "../src/io/tokenizer/index.js";
 import { createServer } from "../src/serve/server.js";
-import { toyBin } from "./helpers/cli.js";
 import { fixtures } from "./helpers/fixtures.js";
+import { serve, type Served } from "./helpers/serve.js";
 import { tolerance } from "./helpers/tolerances.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -34,32 +33,20 @@ const noBrowser = existsSync(CHROMIUM) ? false : `SKIPPED: ${CHROMIUM} not found
 for (const why of [noModel, noBrowser]) if (why) console.warn(why);
 const skip = noModel || noBrowser;
 
-let server: ChildProcess | undefined;
+let served: Served | undefined;
 let url = "";
 let browser: Browser | undefined;
 
 before(async () => {
   if (skip) return;
-  server = spawn(process.execPath, [toyBin, "serve", modelPath, "--port", "0", "--backend", "ts", "--serve-weights"], { stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  url = await new Promise<string>((resolve, reject) => {
-    server!.stderr!.on("data", (d: Buffer) => {
-      stderr += d;
-      const m = /serving \S+ on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
-      if (m) resolve(m[1]);
-    });
-    server!.on("exit", (code) => reject(new Error(`toy serve exited ${code}: ${stderr}`)));
-  });
+  served = await serve(modelPath, ["--backend", "ts", "--serve-weights"]);
+  url = served.url;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: WEBGPU_ARGS });
 });
 
 after(async () => {
   await browser?.close();
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server!.once("exit", r));
-    server.kill("SIGTERM");
-    await exited;
-  }
+  await served?.stop();
 });
 
 /** Greedy on the ts backend, with each step's top-2 margin. */

@@ -3,14 +3,13 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
 import { cpuBackend } from "../src/backends/index.js";
-import { toyBin } from "./helpers/cli.js";
 import { fixtures } from "./helpers/fixtures.js";
+import { serve, type Served } from "./helpers/serve.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const fx = fixtures();
@@ -18,7 +17,7 @@ const noBrowser = existsSync(CHROMIUM) ? false : `SKIPPED: ${CHROMIUM} not found
 if (noBrowser) console.warn(noBrowser);
 const skip = fx.skip || noBrowser;
 
-let server: ChildProcess | undefined;
+let served: Served | undefined;
 let url = "";
 let browser: BrowserContext | undefined;
 let profile = "";
@@ -26,16 +25,8 @@ let profile = "";
 before(async () => {
   if (skip) return;
   const backend = "error" in cpuBackend() ? "ts" : "cpu";
-  server = spawn(process.execPath, [toyBin, "serve", join(fx.dir, "models", "stories260K.gguf"), "--port", "0", "--backend", backend], { stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  url = await new Promise<string>((resolve, reject) => {
-    server!.stderr!.on("data", (d: Buffer) => {
-      stderr += d;
-      const m = /serving \S+ on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
-      if (m) resolve(m[1]);
-    });
-    server!.on("exit", (code) => reject(new Error(`toy serve exited ${code}: ${stderr}`)));
-  });
+  served = await serve(join(fx.dir, "models", "stories260K.gguf"), ["--backend", backend]);
+  url = served.url;
   profile = mkdtempSync(join(tmpdir(), "toy-chromium-"));
   // A fresh profile (playwright passes it as --user-data-dir).
   browser = await chromium.launchPersistentContext(profile, {
@@ -46,11 +37,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server!.once("exit", r));
-    server.kill("SIGTERM");
-    await exited;
-  }
+  await served?.stop();
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
