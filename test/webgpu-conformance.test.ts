@@ -19,6 +19,7 @@ import { assertGreedy, assertTop1, loadRef, maxLogitError } from "./helpers/refs
 import { KV_CACHE_DISTANCE, tolerance } from "./helpers/tolerances.js";
 import { toyJson } from "./helpers/cli.js";
 import { webgpu } from "./helpers/webgpu.js";
+import { webgpuRuntime } from "../src/backends/index.js";
 
 const fx = fixtures();
 const gpu = await webgpu();
@@ -88,6 +89,29 @@ test("webgpu: the same bits on every run; greedy argmax on the GPU picks the log
   const next1 = (await model.forwardAsync!(Int32Array.of(id), c1, "last")).data;
   const next2 = (await model.forwardAsync!(Int32Array.of(id), c2, "last")).data;
   assert.deepEqual(next1, next2);
+});
+
+// blocks/gpuOps.ts joins q/k/v, gate/up with their gated unit, and a product with the residual
+// sum into single dispatches: the same sums in the same order, so the same bits as the separate
+// kernels, on the prompt and on a decode step (swiglu, geglu, biases, post-norms, a split vocabulary).
+test("webgpu: joined dispatches give the bits of separate ones", { skip }, async () => {
+  const rt = webgpuRuntime();
+  for (const name of ["llama-q-Q4_K_M", "gemma2-tiny", "gpt2-tiny", "qwen2-tiny", "qwen3-tiny"]) {
+    const model = loadModel(path(name), "webgpu");
+    const prompt = Int32Array.from({ length: 9 }, (_, i) => (i * 37 + 5) % 200);
+    const run = async (fuse: boolean) => {
+      rt.fuse = fuse;
+      try {
+        const cache = model.newCache(16);
+        const all = await model.forwardAsync!(prompt, cache, "all");
+        const next = await model.forwardAsync!(Int32Array.of(7), cache, "last");
+        return [all.data, next.data];
+      } finally {
+        rt.fuse = true;
+      }
+    };
+    assert.deepEqual(await run(true), await run(false), name);
+  }
 });
 
 test("webgpu: an f16 KV cache stays within the f16 bound of the f32 one", { skip }, async () => {

@@ -160,14 +160,14 @@ test("webgpu attention: causal, GQA, sliding window, soft-cap; f32 and f16 cache
         const ref = new Float32Array(T * heads * headDim);
         tsKernels.attention(q, kvRows(k), kvRows(v), T, pos0, nKeys, heads, kvHeads, headDim, opts, ref);
         const out = await run((rec) => {
-          const store = (x: Float32Array) => {
-            if (type === "f32") return rec.upload(x);
-            const c = rec.buffer(x.length * 2);
-            storeF16(rec, rec.upload(x), 0, x.length, c, 0);
-            return c;
+          const store = (): [GPUBuffer, GPUBuffer] => {
+            if (type === "f32") return [rec.upload(k), rec.upload(v)];
+            const kc = rec.buffer(k.length * 2), vc = rec.buffer(v.length * 2);
+            storeF16(rec, rec.upload(k), rec.upload(v), 0, k.length, kc, vc, 0);
+            return [kc, vc];
           };
           const y = rec.buffer(ref.length * 4);
-          attention(rec, rec.upload(q), store(k), store(v), type, { T, row0: 0, pos0, nKeys, heads, kvHeads, headDim }, opts, y);
+          attention(rec, rec.upload(q), ...store(), type, { T, row0: 0, pos0, nKeys, heads, kvHeads, headDim }, opts, y);
           return { out: y, n: ref.length };
         });
         // f16: both read the same halves unless pack2x16float rounds a value the other way (≤ 1 ulp of a half, 5e-4 relative)

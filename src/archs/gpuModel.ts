@@ -59,7 +59,9 @@ export function buildGpuModel(arch: Architecture, file: GGUFFile, config: ModelC
     const batch = layoutBatch(sequences);
     const { segments, ids, positions } = batch, lastRows = allRows ? null : batch.lastRows;
     const rec = new Recorder(rt);
-    const out = forward(new GpuOps(rec, weights, ropes, segments, positions, lastRows), config, ids);
+    const ops = new GpuOps(rec, weights, ropes, segments, positions, lastRows);
+    const out = forward(ops, config, ids);
+    ops.flush(); // the last products (the logits) may still be pending
     const advance = () => { for (const s of segments) s.cache!.length += s.length; };
     return { rec, out, advance };
   }

@@ -33,8 +33,7 @@ export class GpuKVCache extends KVCache {
       rec.copy(v, start * this.width * 4, this.values[l], pos0 * this.width * 4, n * 4);
       return;
     }
-    storeF16(rec, k, start * this.width, n, this.keys[l], pos0 * this.width);
-    storeF16(rec, v, start * this.width, n, this.values[l], pos0 * this.width);
+    storeF16(rec, k, v, start * this.width, n, this.keys[l], this.values[l], pos0 * this.width);
   }
 
   /** Free the GPU memory now (it is also freed when the cache is collected). */

@@ -2,13 +2,19 @@
 // inference on the host, with X = GpuTensor. Every operation records its kernels
 // (backends/webgpu/*.ts) into the forward's Recorder (backends/webgpu/runtime.ts); nothing
 // runs until the forward is submitted, as one command buffer.
+//
+// Products of weights are recorded lazily, so that one dispatch can do the work of several
+// (backends/webgpu/matmul.ts): consecutive linear layers of the same input (q, k, v; gate, up)
+// join one pending group; a gated unit (swiglu, geglu) of that group's two outputs, or a sum with
+// a single product's output (the residual), becomes the group's epilogue. Every other operation
+// first records what is pending (the `rec` getter), so the order of the work never changes.
 
 import type { AttentionOptions } from "../backends/kernels.js";
 import { attention } from "../backends/webgpu/attention.js";
 import { copyCols } from "../backends/webgpu/copyCols.js";
 import { binary, unary } from "../backends/webgpu/elementwise.js";
 import { getRows } from "../backends/webgpu/getRows.js";
-import { matmul } from "../backends/webgpu/matmul.js";
+import { matmulGroup, storageBindings, type Epilogue, type MatmulTerm } from "../backends/webgpu/matmul.js";
 import { layerNorm, rmsNorm } from "../backends/webgpu/norms.js";
 import { rope, ropeAngles } from "../backends/webgpu/rope.js";
 import type { Recorder } from "../backends/webgpu/runtime.js";
@@ -23,12 +29,20 @@ import type { ExpertResult, Ops, RopeSpec } from "./ops.js";
 
 const F32 = 4;
 
+/** Products recorded lazily: all read x [T, K]; recorded with their epilogue by flush(). */
+interface PendingProducts {
+  x: GPUBuffer;
+  T: number;
+  terms: MatmulTerm[];
+}
+
 export class GpuOps implements Ops<GpuTensor> {
   /** This forward's RoPE angles, per frequency table. */
   private readonly angles = new Map<Float32Array, GPUBuffer>();
+  private pending: PendingProducts | null = null;
 
   constructor(
-    private readonly rec: Recorder,
+    private readonly recorder: Recorder,
     private readonly weights: GpuWeights,
     private readonly ropes: RopeTables,
     private readonly segments: readonly Segment[],
@@ -37,8 +51,29 @@ export class GpuOps implements Ops<GpuTensor> {
     private readonly wanted: number[] | null,
   ) {}
 
+  /** The recorder, with the pending products recorded first. */
+  private get rec(): Recorder {
+    this.flush();
+    return this.recorder;
+  }
+
+  /** Record the pending products (with `epilogue`); the forward's last step calls it too. */
+  flush(epilogue: Epilogue = { kind: "none" }): void {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = null;
+    matmulGroup(this.recorder, p.x, p.T, p.terms, epilogue);
+  }
+
+  /** Whether one dispatch may do the pending products and `more` (another term, an epilogue). */
+  private canJoin(p: PendingProducts, terms: number, epilogue: Epilogue["kind"]): boolean {
+    const limit = this.recorder.rt.device.limits.maxStorageBuffersPerShaderStage;
+    return this.recorder.rt.fuse && storageBindings(terms, epilogue) <= limit && (terms === 1 ||
+      p.terms.every((t) => !t.bias && t.w.parts.length === 1 && t.w.type === p.terms[0].w.type && t.w.cols === p.terms[0].w.cols));
+  }
+
   private tensor(shape: readonly number[], label?: string): GpuTensor {
-    return new GpuTensor(shape, this.rec.buffer(shape.reduce((a, b) => a * b, 1) * F32, label));
+    return new GpuTensor(shape, this.recorder.buffer(shape.reduce((a, b) => a * b, 1) * F32, label));
   }
 
   has(name: string): boolean { return this.weights.has(name); }
@@ -55,7 +90,13 @@ export class GpuOps implements Ops<GpuTensor> {
     if (rows) throw new ToyError("webgpu: mixture-of-experts layers are not supported on the webgpu backend yet");
     const w = this.weights.matrix(weight);
     const y = this.tensor([x.rows, w.rows], weight);
-    matmul(this.rec, x.buffer, w, x.rows, bias ? this.weights.vector(bias) : null, y.buffer);
+    const term = { w, bias: bias ? this.weights.vector(bias) : null, y: y.buffer };
+    const p = this.pending;
+    if (p && p.x === x.buffer && p.T === x.rows && p.terms.length < 3 && this.canJoin({ ...p, terms: [...p.terms, term] }, p.terms.length + 1, "none")) p.terms.push(term);
+    else {
+      this.flush();
+      this.pending = { x: x.buffer, T: x.rows, terms: [term] };
+    }
     return y;
   }
 
@@ -79,9 +120,29 @@ export class GpuOps implements Ops<GpuTensor> {
     return y;
   }
 
-  add(a: GpuTensor, b: GpuTensor): GpuTensor { return this.binary("add", a, b); }
-  swiglu(gate: GpuTensor, up: GpuTensor): GpuTensor { return this.binary("swiglu", gate, up); }
-  geglu(gate: GpuTensor, up: GpuTensor): GpuTensor { return this.binary("geglu", gate, up); }
+  add(a: GpuTensor, b: GpuTensor): GpuTensor {
+    // y + r as the epilogue of the product y (a sum of y with itself is not: r would be written).
+    const p = this.pending, y = p?.terms.length === 1 ? p.terms[0].y : null;
+    if (p && y && a.buffer !== b.buffer && (a.buffer === y || b.buffer === y) && a.size === b.size && this.canJoin(p, 1, "residual")) {
+      const z = this.tensor(a.shape);
+      this.flush({ kind: "residual", r: a.buffer === y ? b.buffer : a.buffer, z: z.buffer });
+      return z;
+    }
+    return this.binary("add", a, b);
+  }
+  swiglu(gate: GpuTensor, up: GpuTensor): GpuTensor { return this.gated("swiglu", gate, up); }
+  geglu(gate: GpuTensor, up: GpuTensor): GpuTensor { return this.gated("geglu", gate, up); }
+
+  /** act(gate) · up: the epilogue of the pending pair of products gate, up when they are one. */
+  private gated(act: "swiglu" | "geglu", gate: GpuTensor, up: GpuTensor): GpuTensor {
+    const p = this.pending;
+    if (p?.terms.length === 2 && p.terms[0].y === gate.buffer && p.terms[1].y === up.buffer && gate.size === up.size && this.canJoin(p, 2, "gated")) {
+      const z = this.tensor(gate.shape);
+      this.flush({ kind: "gated", act, z: z.buffer });
+      return z;
+    }
+    return this.binary(act, gate, up);
+  }
   scale(x: GpuTensor, s: number): GpuTensor { return this.unary("scale", x, s); }
   softcap(x: GpuTensor, cap: number): GpuTensor { return this.unary("softcap", x, cap); }
   gelu(x: GpuTensor): GpuTensor { return this.unary("gelu", x); }

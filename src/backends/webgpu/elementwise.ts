@@ -4,7 +4,7 @@
 
 import { GRID_WGSL, type Recorder } from "./runtime.js";
 
-const FUNCTIONS = /* wgsl */ `
+export const FUNCTIONS = /* wgsl */ `
 fn tanh_safe(x: f32) -> f32 {                 // tanh without exp overflow (inf / inf)
   let e = exp(-2.0 * abs(x));
   return sign(x) * (1.0 - e) / (1.0 + e);
@@ -17,7 +17,7 @@ export type UnaryOp = "scale" | "softcap" | "gelu";
 export type BinaryOp = "add" | "swiglu" | "geglu";
 
 const UNARY: Record<UnaryOp, string> = { scale: "p.s * x", softcap: "p.s * tanh_safe(x / p.s)", gelu: "gelu(x)" };
-const BINARY: Record<BinaryOp, string> = { add: "a + b", swiglu: "silu(a) * b", geglu: "gelu(a) * b" };
+export const BINARY: Record<BinaryOp, string> = { add: "a + b", swiglu: "silu(a) * b", geglu: "gelu(a) * b" };
 
 const unarySource = (expr: string) => /* wgsl */ `
 struct Params { n: u32, s: f32 }

@@ -138,10 +138,22 @@ export function supportsWeightType(type: number): boolean {
   return type in WEIGHT_AT;
 }
 
-/** WGSL defining weight_at for `type` (the kernel declares W). */
-export function weightReader(type: number): string {
+/**
+ * WGSL defining weight_at for `type` (the kernel declares W). With `buffer` ("W1", ...), the same
+ * functions read that buffer instead, named with its suffix (weight_at_W1, byte_at_W1, ...), so a
+ * kernel can read several weights; the IQ4 level table is then the caller's (iq4Levels).
+ */
+export function weightReader(type: number, buffer = "W"): string {
   const fn = WEIGHT_AT[type];
   if (!fn) throw new Error(`webgpu: no shader reads ${typeName(type)} weights`);
-  const extra = type === GGMLType.IQ4_NL || type === GGMLType.IQ4_XS ? IQ4_LEVELS : type === GGMLType.Q4_K || type === GGMLType.Q5_K ? K_SCALE_MIN : "";
-  return BYTES + extra + fn + "\n";
+  const iq4 = type === GGMLType.IQ4_NL || type === GGMLType.IQ4_XS;
+  const extra = type === GGMLType.Q4_K || type === GGMLType.Q5_K ? K_SCALE_MIN : "";
+  const source = BYTES + extra + fn + "\n";
+  if (buffer === "W") return (iq4 ? IQ4_LEVELS : "") + source;
+  return source.replace(/\bW\[/g, `${buffer}[`).replace(/\b(byte_at|i8_at|half_at|u16_at|k_scale_min|weight_at)\(/g, `$1_${buffer}(`);
+}
+
+/** The IQ4 level table, for a kernel that reads IQ4 weights through named readers. */
+export function iq4Levels(type: number): string {
+  return type === GGMLType.IQ4_NL || type === GGMLType.IQ4_XS ? IQ4_LEVELS : "";
 }

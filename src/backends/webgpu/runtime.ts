@@ -65,6 +65,9 @@ export class GpuRuntime {
   private nextId = 1;
   /** Bind groups made and found, for TOY_WEBGPU_TRACE. */
   readonly bindGroupStats = { made: 0, reused: 0 };
+  /** Whether the forward joins products and their epilogues into one dispatch (blocks/gpuOps.ts);
+   *  off only to check that the joined kernels give the same bits as the separate ones. */
+  fuse = true;
   /** Bound where a kernel's optional input is absent (a bias, a norm's shift): never read. */
   readonly unused: GPUBuffer;
 
