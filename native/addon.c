@@ -95,9 +95,28 @@ static void maps_remove(const void *p) {
 
 // repack(wBytes, type, rows, cols): the weight in the layout the widest kernels stream best (a new
 // Uint8Array of the same size, for matmulPacked), or undefined when this CPU and type have none.
-// When the bytes lie in a mapFile mapping, their pages are then dropped from memory
-// (MADV_DONTNEED): the repacked copy replaces them, and a later read of the original bytes (say,
-// getRows on a tied embedding) faults them in again from the file. toy never writes to weights.
+// When the bytes lie in a mapFile mapping, their pages are dropped from memory (MADV_DONTNEED) as
+// the copy is made, a slice of rows at a time: the copy replaces them, and the peak holds one
+// slice twice, not the whole weight (a 56 MB embedding table). A later read of the original bytes
+// (say, getRows on a tied embedding) faults them in again from the file. toy never writes to
+// weights.
+static int mapped(const uint8_t *p, size_t len) {
+  int found = 0;
+  pthread_mutex_lock(&maps_mu);
+  for (int i = 0; i < MAX_MAPS && !found; i++) found = maps[i].p && p >= maps[i].p && p + len <= maps[i].p + maps[i].len;
+  pthread_mutex_unlock(&maps_mu);
+  return found;
+}
+
+static void drop_pages(const uint8_t *p, size_t len) {
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + len) & ~(page - 1);
+  if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/** Rows repacked between two page drops (a multiple of k_repack's row groups). */
+#define REPACK_SLICE_ROWS 1024
+
 static napi_value js_repack(napi_env env, napi_callback_info info) {
   ARGS(4);
   BYTES(0, w); INT(1, type); INT(2, rows); INT(3, cols);
@@ -109,19 +128,17 @@ static napi_value js_repack(napi_env env, napi_callback_info info) {
   napi_get_undefined(env, &undef);
   void *dst;
   if (napi_create_arraybuffer(env, len, &dst, &ab) != napi_ok) FAIL("repack: cannot allocate %zu bytes", len);
-  int packed;
-  LOCKED(packed = k_repack(w.data, (int)type, rows, cols, dst));
-  if (!packed) return undef;
-  const uint8_t *p = w.data;
-  pthread_mutex_lock(&maps_mu);
-  for (int i = 0; i < MAX_MAPS; i++)
-    if (maps[i].p && p >= maps[i].p && p + len <= maps[i].p + maps[i].len) {
-      const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-      const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + len) & ~(page - 1);
-      if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
-      break;
-    }
-  pthread_mutex_unlock(&maps_mu);
+  const int drop = mapped(w.data, len);
+  // Slices start at multiples of the row groups; the last one takes the rest (k_repack copies a
+  // tail of fewer rows than a group as it is, and refuses a weight of fewer rows than a group).
+  for (int64_t r0 = 0; r0 < rows;) {
+    const int64_t n = rows - r0 >= 2 * REPACK_SLICE_ROWS ? REPACK_SLICE_ROWS : rows - r0;
+    int packed;
+    LOCKED(packed = k_repack(w.data + (size_t)r0 * rb, (int)type, n, cols, (uint8_t *)dst + (size_t)r0 * rb));
+    if (!packed) return undef; // the first slice: no layout for this CPU and type
+    if (drop) drop_pages(w.data, (size_t)(r0 + n) * rb); // from the start: no page left at a slice edge
+    r0 += n;
+  }
   napi_create_typedarray(env, napi_uint8_array, len, ab, 0, &arr);
   return arr;
 }

@@ -290,6 +290,35 @@ test("mapFile returns the file's bytes without copying them", { skip }, () => {
   }
 });
 
+/** Resident kilobytes of this process's mappings of `path` (/proc/self/smaps). */
+function residentKB(path: string): number {
+  let kb = 0, inside = false;
+  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inside = line.endsWith(path);
+    else if (inside && line.startsWith("Rss:")) kb += Number(line.split(/\s+/)[1]);
+  }
+  return kb;
+}
+
+test("repacking a mapped weight drops its pages from memory", { skip: skip || (process.platform !== "linux" && "needs /proc/self/smaps") }, () => {
+  const dir = mkdtempSync(join(tmpdir(), "toy-cpu-"));
+  try {
+    const rows = 3000, cols = 512, path = join(dir, "w.bin"); // F16: 3 MB, three slices of rows
+    writeFileSync(path, new Uint8Array(rows * cols * 2).map((_, i) => (i * 7) & 255));
+    const bytes = cpu.mapFile(path);
+    let sum = 0;
+    for (let i = 1; i < bytes.length; i += 4096) sum += bytes[i]; // fault every page in
+    assert.ok(sum > 0 && residentKB(path) >= 2900, `resident before: ${residentKB(path)} KB`);
+    const packed = cpu.addon.repack(bytes, GGMLType.F16, rows, cols);
+    if (!packed) return; // no packed layout on this CPU (no AVX-512 VNNI)
+    assert.ok(residentKB(path) <= 8, `resident after: ${residentKB(path)} KB`);
+    assert.equal(packed.length, bytes.length);
+    assert.equal(bytes[12345], (12345 * 7) & 255); // the original bytes still read back (from the file)
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("bad arguments throw instead of crashing", { skip }, () => {
   const w = makeWeight(8, 4, 64, 1);
   assert.throws(() => cpu.kernels.matmul(new Float32Array(10), w, 1, new Float32Array(4)), /x has/);
