@@ -3,7 +3,9 @@
 // and generates a greedy reply on the browser's GPU with the bundled webgpu kernels
 // (dist/browser/toy-browser.js). The token ids must be those of the same greedy generation on
 // the ts backend in this process, up to the first step whose top-2 margin is below the webgpu
-// tolerance (test/helpers/tolerances.ts: exact math, so near-ties alone may swap).
+// tolerance (test/helpers/tolerances.ts: exact math, so near-ties alone may swap). A sampled
+// reply (temperature and seed) must have the ts backend's sampled tokens: the same sampler on
+// logits within that tolerance.
 // Also, without a browser: the weights route is off unless asked for, and behind the API key.
 
 import { after, before, test } from "node:test";
@@ -12,6 +14,8 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { loadModel } from "../src/archs/index.js";
+import { generate } from "../src/engines/generate.js";
+import { DEFAULT_SAMPLING } from "../src/engines/sampling.js";
 import { chatTemplateFor } from "../src/io/chat/template.js";
 import { tokenizerFromMetadata } from "../src/io/tokenizer/index.js";
 import { createServer } from "../src/serve/server.js";
@@ -85,6 +89,7 @@ test("the chat page runs a greedy reply in the browser on WebGPU, with the ts ba
   await page.selectOption("#where", "browser");
   await page.waitForFunction(`/^ready: in this browser/.test(document.getElementById("status").textContent)`, undefined, { timeout: 120_000 });
   await page.fill("#max", String(MAX_TOKENS));
+  await page.fill("#temp", "0");
   await page.fill("#input", MESSAGE);
   await page.press("#input", "Enter");
   await page.waitForSelector(".stats[data-done='1']", { timeout: 120_000 });
@@ -109,6 +114,33 @@ test("the chat page runs a greedy reply in the browser on WebGPU, with the ts ba
   console.log(`# in the browser (${adapter}): ${ours.length} tokens, equal to ts for ${n}/${ref.tokens.length}: ${JSON.stringify(ours)}`);
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+test("a sampled reply in the browser has the ts backend's sampled tokens", { skip, timeout: 240_000 }, async (t) => {
+  const page = await browser!.newPage();
+  await page.goto(url + "/");
+  const sampling = { temperature: 0.9, seed: 1 }; // a seed whose reply is not the greedy one
+  const ours = await page.evaluate(`(async () => {
+    if (!navigator.gpu || !(await navigator.gpu.requestAdapter())) return null;
+    const toy = await import("/toy-browser.js");
+    const m = await toy.loadInBrowser("/v1/models/${MODEL}/gguf");
+    const r = await m.chat([{ role: "user", content: ${JSON.stringify(MESSAGE)} }], { maxTokens: ${MAX_TOKENS}, ...${JSON.stringify(sampling)} });
+    return r.tokens;
+  })()`) as number[] | null;
+  await page.close();
+  if (!ours) {
+    t.skip("no WebGPU adapter in this Chromium");
+    return;
+  }
+  const model = loadModel(modelPath, "ts");
+  const tokenizer = tokenizerFromMetadata(model.file.metadata, modelPath);
+  const template = chatTemplateFor(model.file.metadata, tokenizer);
+  const prompt = template.encode([{ role: "user", content: MESSAGE }], true);
+  const ref = generate(model, prompt, { maxTokens: MAX_TOKENS, stopIds: template.stopIds(), sampling: { ...DEFAULT_SAMPLING, ...sampling } });
+  const greedy = generate(model, prompt, { maxTokens: MAX_TOKENS, stopIds: template.stopIds(), sampling: { ...DEFAULT_SAMPLING, temperature: 0 } });
+  console.log(`# sampled in the browser: ${JSON.stringify(ours)}, on ts: ${JSON.stringify(ref.tokens)} (greedy: ${JSON.stringify(greedy.tokens)})`);
+  assert.notDeepEqual(ref.tokens, greedy.tokens, "the seed should give a reply other than the greedy one");
+  assert.deepEqual(ours, ref.tokens);
 });
 
 test("without WebGPU the page says so, and the server mode still answers", { skip, timeout: 120_000 }, async () => {

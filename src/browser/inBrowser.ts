@@ -37,6 +37,11 @@ export interface LoadOptions {
 
 export interface ChatOptions {
   maxTokens: number;
+  /** 0 (the default): greedy, argmax on the GPU; above 0: sampled from the read-back logits with
+   *  toy's other sampling defaults (top-k 40, top-p 0.95, min-p 0.05). */
+  temperature?: number;
+  /** The sampler's seed (default: a random one); the same seed gives the same reply. */
+  seed?: number;
   /** Called with each piece of the answer's text as it is generated. */
   onText?: (text: string) => void;
   signal?: AbortSignal;
@@ -57,7 +62,7 @@ export interface BrowserModel {
   readonly tokenizer: Tokenizer;
   readonly template: ChatTemplate;
   readonly adapter: AdapterReport;
-  /** Greedy (temperature 0) reply to a conversation, as the server's chat completion reads it. */
+  /** A reply to a conversation, as the server's chat completion reads it (greedy by default). */
   chat(messages: ChatMessage[], opts: ChatOptions): Promise<ChatAnswer>;
 }
 
@@ -122,7 +127,8 @@ export async function loadInBrowser(url: string, opts: LoadOptions = {}): Promis
       let answer = "";
       const emit = (piece: string) => { if (piece) { answer += piece; o.onText?.(piece); } };
       const out = await generateAsync(model, prompt, {
-        maxTokens: o.maxTokens, sampling: { ...DEFAULT_SAMPLING, temperature: 0 }, stopIds, signal: o.signal,
+        maxTokens: o.maxTokens, stopIds, signal: o.signal,
+        sampling: { ...DEFAULT_SAMPLING, temperature: o.temperature ?? 0, seed: o.seed ?? Math.floor(Math.random() * 2 ** 32) },
         onToken: (id) => { emit(text.push(id)); },
       });
       emit(text.flush());

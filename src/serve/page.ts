@@ -66,14 +66,13 @@ function loadLocal() {
     const toy = await import("/toy-browser.js");
     const m = await toy.loadInBrowser("/v1/models/" + encodeURIComponent(model) + "/gguf", { headers: authHeaders(),
       onProgress: (got, total) => { status.textContent = "downloading the model: " + (total ? Math.floor(100 * got / total) + "% of " + megabytes(total) : megabytes(got)); } });
-    status.textContent = "ready: in this browser on " + m.adapter.name + " (greedy)";
+    status.textContent = "ready: in this browser on " + m.adapter.name;
     return m;
   })();
   local.catch((err) => { status.textContent = "error: " + err.message; local = null; });
   return local;
 }
 if (where) where.onchange = () => {
-  document.getElementById("temp").disabled = where.value === "browser";
   if (where.value === "browser") loadLocal().catch(() => {});
   else status.textContent = "";
 };
@@ -96,7 +95,7 @@ document.getElementById("form").addEventListener("submit", async (e) => {
     if (where && where.value === "browser") {
       const m = await loadLocal();
       t0 = performance.now();
-      const r = await m.chat(messages, { maxTokens, onText: (piece) => {
+      const r = await m.chat(messages, { maxTokens, temperature: Number(document.getElementById("temp").value), onText: (piece) => {
         if (!first) first = performance.now();
         answer += piece; out.textContent = answer; log.scrollTop = log.scrollHeight;
       } });
