@@ -133,10 +133,22 @@ test("webgpu rope, interleaved and neox", { skip: gpu.skip }, async () => {
     tsKernels.rope(ref, T, heads, headDim, ropeDims, positions, invFreq, style);
     const out = await run((rec) => {
       const b = rec.upload(x);
-      rope(rec, b, T, heads, headDim, ropeDims, rec.upload(ropeAngles(positions, invFreq)), style);
+      rope(rec, [{ buffer: b, heads }], T, headDim, ropeDims, rec.upload(ropeAngles(positions, invFreq)), style);
       return { out: b, n: x.length };
     });
     assert.ok(relError(out, ref) <= EXACT_TOL, `rope ${style}: ${relError(out, ref)}`);
+    // Two tensors in one dispatch (q with 4 heads, k with 2): each as if alone.
+    const k = randn(T * 2 * headDim, 10), refK = Float32Array.from(k);
+    tsKernels.rope(refK, T, 2, headDim, ropeDims, positions, invFreq, style);
+    const both = await run((rec) => {
+      const bq = rec.upload(x), bk = rec.upload(k), out = rec.buffer((x.length + k.length) * 4);
+      rope(rec, [{ buffer: bq, heads }, { buffer: bk, heads: 2 }], T, headDim, ropeDims, rec.upload(ropeAngles(positions, invFreq)), style);
+      rec.copy(bq, 0, out, 0, x.length * 4);
+      rec.copy(bk, 0, out, x.length * 4, k.length * 4);
+      return { out, n: x.length + k.length };
+    });
+    assert.deepEqual(both.subarray(0, x.length), out, `rope ${style}: q turned with k differs from q alone`);
+    assert.ok(relError(both.subarray(x.length), refK) <= EXACT_TOL, `rope ${style} (k): ${relError(both.subarray(x.length), refK)}`);
   }
 });
 

@@ -6,8 +6,9 @@
 // Products of weights are recorded lazily, so that one dispatch can do the work of several
 // (backends/webgpu/matmul.ts): consecutive linear layers of the same input (q, k, v; gate, up)
 // join one pending group; a gated unit (swiglu, geglu) of that group's two outputs, or a sum with
-// a single product's output (the residual), becomes the group's epilogue. Every other operation
-// first records what is pending (the `rec` getter), so the order of the work never changes.
+// a single product's output (the residual), becomes the group's epilogue. Likewise two rotations
+// in a row (q, then k) are one dispatch. Every other operation first records what is pending
+// (the `rec` getter), so the order of the work never changes.
 
 import type { AttentionOptions } from "../backends/kernels.js";
 import { attention } from "../backends/webgpu/attention.js";
@@ -16,7 +17,7 @@ import { binary, unary } from "../backends/webgpu/elementwise.js";
 import { getRows } from "../backends/webgpu/getRows.js";
 import { matmulGroup, storageBindings, type Epilogue, type MatmulTerm } from "../backends/webgpu/matmul.js";
 import { layerNorm, rmsNorm } from "../backends/webgpu/norms.js";
-import { rope, ropeAngles } from "../backends/webgpu/rope.js";
+import { rope, ropeAngles, type RopeTarget } from "../backends/webgpu/rope.js";
 import type { Recorder } from "../backends/webgpu/runtime.js";
 import { softmax } from "../backends/webgpu/softmax.js";
 import { GpuTensor } from "../backends/webgpu/tensor.js";
@@ -36,10 +37,20 @@ interface PendingProducts {
   terms: MatmulTerm[];
 }
 
+/** A rotation recorded lazily (joined by the next one of the same rows and frequencies). */
+interface PendingRope {
+  x: RopeTarget;
+  T: number;
+  headDim: number;
+  spec: RopeSpec;
+  angles: GPUBuffer;
+}
+
 export class GpuOps implements Ops<GpuTensor> {
   /** This forward's RoPE angles, per frequency table. */
   private readonly angles = new Map<Float32Array, GPUBuffer>();
   private pending: PendingProducts | null = null;
+  private pendingRope: PendingRope | null = null;
 
   constructor(
     private readonly recorder: Recorder,
@@ -57,12 +68,12 @@ export class GpuOps implements Ops<GpuTensor> {
     return this.recorder;
   }
 
-  /** Record the pending products (with `epilogue`); the forward's last step calls it too. */
+  /** Record what is pending (products with `epilogue`); the forward's last step calls it too. */
   flush(epilogue: Epilogue = { kind: "none" }): void {
-    const p = this.pending;
-    if (!p) return;
-    this.pending = null;
-    matmulGroup(this.recorder, p.x, p.T, p.terms, epilogue);
+    const p = this.pending, r = this.pendingRope;
+    this.pending = this.pendingRope = null;
+    if (p) matmulGroup(this.recorder, p.x, p.T, p.terms, epilogue);
+    if (r) rope(this.recorder, [r.x], r.T, r.headDim, r.spec.dims, r.angles, r.spec.style);
   }
 
   /** Whether one dispatch may do the pending products and `more` (another term, an epilogue). */
@@ -196,7 +207,14 @@ export class GpuOps implements Ops<GpuTensor> {
     const invFreq = this.ropes.get(spec);
     let angles = this.angles.get(invFreq);
     if (!angles) this.angles.set(invFreq, (angles = this.rec.upload(ropeAngles(this.positions, invFreq), "rope angles")));
-    rope(this.rec, x.buffer, T, heads, headDim, spec.dims, angles, spec.style);
+    const r = this.pendingRope;
+    if (r && this.recorder.rt.fuse && r.x.buffer !== x.buffer && r.T === T && r.headDim === headDim && r.angles === angles && r.spec.dims === spec.dims && r.spec.style === spec.style) {
+      this.pendingRope = null;
+      rope(this.recorder, [r.x, { buffer: x.buffer, heads }], T, headDim, spec.dims, angles, spec.style);
+    } else {
+      this.flush();
+      this.pendingRope = { x: { buffer: x.buffer, heads }, T, headDim, spec, angles };
+    }
     return x;
   }
 
