@@ -143,6 +143,38 @@ test("a sampled reply in the browser has the ts backend's sampled tokens", { ski
   assert.deepEqual(ours, ref.tokens);
 });
 
+test("a second turn in the browser reads only the new messages, and answers as ts does on the whole conversation", { skip, timeout: 240_000 }, async (t) => {
+  const page = await browser!.newPage();
+  await page.goto(url + "/");
+  const got = await page.evaluate(`(async () => {
+    if (!navigator.gpu || !(await navigator.gpu.requestAdapter())) return null;
+    const toy = await import("/toy-browser.js");
+    const m = await toy.loadInBrowser("/v1/models/${MODEL}/gguf");
+    const first = await m.chat([{ role: "user", content: ${JSON.stringify(MESSAGE)} }], { maxTokens: ${MAX_TOKENS} });
+    const conversation = [{ role: "user", content: ${JSON.stringify(MESSAGE)} }, { role: "assistant", content: first.text }, { role: "user", content: "And then?" }];
+    const second = await m.chat(conversation, { maxTokens: ${MAX_TOKENS} });
+    return { conversation, first: first.cachedTokens, second: second.cachedTokens, tokens: second.tokens };
+  })()`) as { conversation: { role: string; content: string }[]; first: number; second: number; tokens: number[] } | null;
+  await page.close();
+  if (!got) {
+    t.skip("no WebGPU adapter in this Chromium");
+    return;
+  }
+  const file = loadModel(modelPath, "ts").file;
+  const tokenizer = tokenizerFromMetadata(file.metadata, modelPath);
+  const template = chatTemplateFor(file.metadata, tokenizer);
+  const firstPrompt = template.encode([got.conversation[0]], true);
+  const prompt = template.encode(got.conversation, true);
+  let shared = 0;
+  while (shared < firstPrompt.length && firstPrompt[shared] === prompt[shared]) shared++;
+  console.log(`# second turn: ${got.second} of ${prompt.length} prompt tokens kept in the cache (first turn ${got.first})`);
+  assert.equal(got.first, 0);
+  assert.ok(got.second >= shared, `the second turn should keep at least the first prompt's shared start (${shared}), kept ${got.second}`);
+  const ref = greedyOnTs(prompt, template.stopIds());
+  const tol = tolerance(MODEL, "webgpu");
+  for (let n = 0; n < ref.tokens.length && ref.margins[n] >= tol.margin; n++) assert.equal(got.tokens[n], ref.tokens[n], `token ${n}`);
+});
+
 test("without WebGPU the page says so, and the server mode still answers", { skip, timeout: 120_000 }, async () => {
   // Chromium as test/serve-page.test.ts runs it (no GPU, WebGPU not enabled).
   const plain = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--headless", "--no-sandbox", "--disable-gpu"] });

@@ -54,7 +54,12 @@ export interface ChatAnswer {
   finishReason: FinishReason;
   /** Generated tokens per second, after the first. */
   tokensPerS: number;
+  /** Prompt tokens not read again: the start of the conversation the previous reply left in the cache. */
+  cachedTokens: number;
 }
+
+/** Positions of the KV cache kept between replies (or the model's context, if shorter). */
+const CHAT_CACHE_POSITIONS = 4096;
 
 /** A model loaded into this page's GPU. */
 export interface BrowserModel {
@@ -119,22 +124,40 @@ export async function loadInBrowser(url: string, opts: LoadOptions = {}): Promis
   const tokenizer = tokenizerFromMetadata(file.metadata, file.path);
   const template = chatTemplateFor(file.metadata, tokenizer);
   const stopIds = template.stopIds();
+  // The conversation so far stays in one KV cache between replies: the next turn's prompt starts
+  // with it, so only the new messages are read. A reply that would not fit starts a larger cache.
+  let kept: { cache: GpuKVCache; ids: number[] } | null = null;
   return {
     model, tokenizer, template, adapter: rt.report,
     async chat(messages, o) {
       const prompt = template.encode(messages, true);
+      const needed = Math.min(model.contextLength, prompt.length + o.maxTokens);
+      if (kept && kept.cache.capacity < needed) {
+        kept.cache.dispose(); // its GPU buffers now, not when the page is closed
+        kept = null;
+      }
+      const cache = kept?.cache ?? (model.newCache(Math.min(model.contextLength, Math.max(needed, CHAT_CACHE_POSITIONS))) as GpuKVCache);
+      const cachedIds = kept?.ids ?? [];
       const text = tokenizer.streamDecoder();
       let answer = "";
       const emit = (piece: string) => { if (piece) { answer += piece; o.onText?.(piece); } };
-      const out = await generateAsync(model, prompt, {
-        maxTokens: o.maxTokens, stopIds, signal: o.signal,
-        sampling: { ...DEFAULT_SAMPLING, temperature: o.temperature ?? 0, seed: o.seed ?? Math.floor(Math.random() * 2 ** 32) },
-        onToken: (id) => { emit(text.push(id)); },
-      });
+      let cachedTokens = 0;
+      while (cachedTokens < Math.min(cachedIds.length, prompt.length - 1) && cachedIds[cachedTokens] === prompt[cachedTokens]) cachedTokens++;
+      kept = null; // until the reply is done (a failed one leaves the cache in an unknown state)
+      let out;
+      try {
+        out = await generateAsync(model, prompt, {
+          maxTokens: o.maxTokens, stopIds, signal: o.signal, cache, cachedIds,
+          sampling: { ...DEFAULT_SAMPLING, temperature: o.temperature ?? 0, seed: o.seed ?? Math.floor(Math.random() * 2 ** 32) },
+          onToken: (id) => { emit(text.push(id)); },
+        });
+      } catch (e) {
+        cache.dispose();
+        throw e;
+      }
       emit(text.flush());
-      // The cache's GPU buffers are freed now, not when the page is closed.
-      if (out.cache instanceof GpuKVCache) out.cache.dispose();
-      return { tokens: out.tokens, text: answer, finishReason: out.finishReason, tokensPerS: out.tokensPerS };
+      kept = { cache, ids: out.cachedIds };
+      return { tokens: out.tokens, text: answer, finishReason: out.finishReason, tokensPerS: out.tokensPerS, cachedTokens };
     },
   };
 }
