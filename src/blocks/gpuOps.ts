@@ -62,7 +62,7 @@ export class GpuOps implements Ops<GpuTensor> {
     private readonly wanted: number[] | null,
   ) {}
 
-  /** The recorder, with the pending products recorded first. */
+  /** The recorder, with what is pending (products, a rotation) recorded first. */
   private get rec(): Recorder {
     this.flush();
     return this.recorder;
