@@ -1,7 +1,7 @@
 // The webgpu backend on every tiny fixture model and storage type against the references the
 // conformance tests use (test/conformance.test.ts): prompt logits (top-16 and logsumexp), top-1
 // at every prompt position, the greedy continuation (generateAsync), the same bits on a second
-// run, greedy argmax on the GPU, an f16 KV cache, and what webgpu refuses (MoE, a q8_0 cache).
+// run, greedy argmax on the GPU, f16 and q8_0 KV caches, and what webgpu refuses.
 // SmolLM2-135M and Gemma 3 270M run only with TOY_SLOW=1 (llvmpipe is slow). Skips without
 // fixtures or adapter.
 
@@ -127,10 +127,29 @@ test("webgpu: an f16 KV cache stays within the f16 bound of the f32 one", { skip
   }
 });
 
+// q8_0: the GPU quantizes keys and values as the host does (ggml's encoder), so webgpu and ts with
+// q8_0 caches differ by float32 sums only (the webgpu tolerance), and both lie within the q8_0
+// distance of the f32 cache (test/helpers/tolerances.ts).
+test("webgpu: a q8_0 KV cache gives the ts backend's q8_0 logits, within the q8_0 distance of f32", { skip }, async () => {
+  const name = "qwen3-tiny"; // head size 32: q8_0 blocks fit
+  const gpuModel = loadModel(path(name), "webgpu"), tsModel = loadModel(path(name), "ts");
+  const prompt = Int32Array.from({ length: 20 }, (_, i) => (i * 37 + 5) % 200);
+  const q8 = await gpuModel.forwardAsync!(prompt, gpuModel.newCache(32, { type: "q8_0" }), "all");
+  const f32 = await gpuModel.forwardAsync!(prompt, gpuModel.newCache(32, { type: "f32" }), "all");
+  const ref = tsModel.forward(prompt, tsModel.newCache(32, { type: "q8_0" }), "all");
+  let vsTs = 0, vsF32 = 0;
+  for (let i = 0; i < q8.data.length; i++) {
+    vsTs = Math.max(vsTs, Math.abs(q8.data[i] - ref.data[i]));
+    vsF32 = Math.max(vsF32, Math.abs(q8.data[i] - f32.data[i]));
+  }
+  console.log(`# ${name} webgpu q8_0 cache: max |Δlogit| ${vsTs.toExponential(2)} vs ts q8_0, ${vsF32.toExponential(2)} vs f32`);
+  assert.ok(vsTs <= tolerance(name, "webgpu").logits, `vs ts: ${vsTs}`);
+  assert.ok(vsF32 <= KV_CACHE_DISTANCE.q8_0.exactLogits, `vs f32: ${vsF32}`);
+});
+
 test("webgpu refuses what it does not run, with exit code 4", { skip }, () => {
   assert.throws(() => loadModel(path("olmoe-tiny"), "webgpu"), (e: Error & { exitCode?: number }) => /mixture-of-experts/.test(e.message) && e.exitCode === 4);
-  const model = loadModel(path("qwen3-tiny"), "webgpu"); // head size 32: q8_0 blocks fit
-  assert.throws(() => model.newCache(8, { type: "q8_0" }), (e: Error & { exitCode?: number }) => /q8_0/.test(e.message) && e.exitCode === 4);
+  const model = loadModel(path("qwen3-tiny"), "webgpu");
   assert.throws(() => model.forward(Int32Array.of(1), model.newCache(8), "last"), /forwardAsync/);
 });
 

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { tsKernels } from "../src/backends/index.js";
 import { makeWeight, MATMUL_TYPES, randn, relError } from "../src/backends/cpu/selftest.js";
 import { argmax } from "../src/backends/webgpu/argmax.js";
-import { attention } from "../src/backends/webgpu/attention.js";
+import { attention, type CachedKV } from "../src/backends/webgpu/attention.js";
 import { binary, unary } from "../src/backends/webgpu/elementwise.js";
 import { getRows } from "../src/backends/webgpu/getRows.js";
 import { matmul } from "../src/backends/webgpu/matmul.js";
@@ -20,7 +20,7 @@ import { layerNorm, rmsNorm } from "../src/backends/webgpu/norms.js";
 import { rope, ropeAngles } from "../src/backends/webgpu/rope.js";
 import { Recorder, sizeClass } from "../src/backends/webgpu/runtime.js";
 import { softmax } from "../src/backends/webgpu/softmax.js";
-import { storeF16 } from "../src/backends/webgpu/storeKV.js";
+import { storeF16, storeQ8_0 } from "../src/backends/webgpu/storeKV.js";
 import { uploadMatrix } from "../src/backends/webgpu/weights.js";
 import { typeName } from "../src/io/gguf/types.js";
 import { webgpu } from "./helpers/webgpu.js";
@@ -154,16 +154,16 @@ test("webgpu rope, interleaved and neox", { skip: gpu.skip }, async () => {
 
 // Shapes: a short prompt after a few cached keys (one chunk of keys), and one or three queries
 // over a longer cache (the keys split into chunks over workgroups, as in decoding).
-test("webgpu attention: causal, GQA, sliding window, soft-cap; f32 and f16 caches; keys in chunks", { skip: gpu.skip }, async () => {
+test("webgpu attention: causal, GQA, sliding window, soft-cap; f32, f16 and q8_0 caches; keys in chunks", { skip: gpu.skip }, async () => {
   for (const [T, pos0] of [[4, 5], [1, 600], [3, 520]]) {
-    const nKeys = pos0 + T, heads = 4, kvHeads = 2, headDim = 8, width = kvHeads * headDim;
+    const nKeys = pos0 + T, heads = 4, kvHeads = 2, headDim = 32, width = kvHeads * headDim; // q8_0 needs heads of 32s
     const q = randn(T * heads * headDim, 10), k = randn(nKeys * width, 11), v = randn(nKeys * width, 12);
     for (const opts of [
       { scale: 0.35, softcap: 0, window: 0, causal: true },
       { scale: 0.35, softcap: 2, window: 3, causal: true },
       { scale: 0.35, softcap: 0, window: 300, causal: true },
     ]) {
-      for (const type of ["f32", "f16"] as const) {
+      for (const type of ["f32", "f16", "q8_0"] as const) {
         const kvRows = (x: Float32Array) => {
           const bytes = new Uint8Array(nKeys * width * (type === "f32" ? 4 : 2));
           tsKernels.storeKV(x, type, bytes, 0);
@@ -172,18 +172,24 @@ test("webgpu attention: causal, GQA, sliding window, soft-cap; f32 and f16 cache
         const ref = new Float32Array(T * heads * headDim);
         tsKernels.attention(q, kvRows(k), kvRows(v), T, pos0, nKeys, heads, kvHeads, headDim, opts, ref);
         const out = await run((rec) => {
-          const store = (): [GPUBuffer, GPUBuffer] => {
-            if (type === "f32") return [rec.upload(k), rec.upload(v)];
-            const kc = rec.buffer(k.length * 2), vc = rec.buffer(v.length * 2);
-            storeF16(rec, rec.upload(k), rec.upload(v), 0, k.length, kc, vc, 0);
-            return [kc, vc];
+          const store = (): CachedKV => {
+            if (type === "f32") return { keys: rec.upload(k), values: rec.upload(v) };
+            if (type === "f16") {
+              const kc = rec.buffer(k.length * 2), vc = rec.buffer(v.length * 2);
+              storeF16(rec, rec.upload(k), rec.upload(v), 0, k.length, kc, vc, 0);
+              return { keys: kc, values: vc };
+            }
+            const c = { keys: rec.buffer(k.length), values: rec.buffer(v.length), keyScales: rec.buffer(k.length / 8), valueScales: rec.buffer(v.length / 8) };
+            storeQ8_0(rec, rec.upload(k), rec.upload(v), 0, k.length, c, 0);
+            return c;
           };
           const y = rec.buffer(ref.length * 4);
-          attention(rec, rec.upload(q), ...store(), type, { T, row0: 0, pos0, nKeys, heads, kvHeads, headDim }, opts, y);
+          attention(rec, rec.upload(q), store(), type, { T, row0: 0, pos0, nKeys, heads, kvHeads, headDim }, opts, y);
           return { out: y, n: ref.length };
         });
-        // f16: both read the same halves unless pack2x16float rounds a value the other way (≤ 1 ulp of a half, 5e-4 relative)
-        const tol = type === "f32" ? SUM_TOL : 2e-3;
+        // f16: both read the same halves unless pack2x16float rounds a value the other way (≤ 1 ulp of a half, 5e-4 relative);
+        // q8_0: the same blocks unless WGSL's 1/d (2.5 ulp) puts a value on the other side of a rounding step (one step, d ≈ 1/127 of the block's largest)
+        const tol = type === "f32" ? SUM_TOL : type === "f16" ? 2e-3 : 1e-2;
         assert.ok(relError(out, ref) <= tol, `attention ${type} T=${T} keys=${nKeys} ${JSON.stringify(opts)}: ${relError(out, ref)}`);
       }
     }

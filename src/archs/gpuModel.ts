@@ -27,9 +27,8 @@ import { forwardOf, type Architecture, type LanguageModel, type ModelOptions } f
 import { ModelWeights } from "./weights.js";
 
 /** Why a model cannot run on webgpu, checked at load (null: it can). */
-function unsupported(arch: Architecture, file: GGUFFile, config: ModelConfig, cacheType: string): string | null {
+function unsupported(arch: Architecture, file: GGUFFile, config: ModelConfig): string | null {
   if (config.ffn.experts > 0) return `${arch.name} is a mixture-of-experts model, whose routing reads values on the host: not supported on webgpu yet (use --backend cpu)`;
-  if (cacheType !== "f32" && cacheType !== "f16") return `KV cache type ${cacheType} is not supported on webgpu (use f32 or f16)`;
   for (const s of (arch.tensors ?? decoderTensors)(config)) {
     const info = file.tensor(s.name);
     if (info && !supportsWeightType(info.type)) return `tensor ${s.name} is stored as ${typeName(info.type)}, which the webgpu backend does not read yet`;
@@ -42,7 +41,7 @@ export function buildGpuModel(arch: Architecture, file: GGUFFile, config: ModelC
   const host = new ModelWeights(file);
   host.check((arch.tensors ?? decoderTensors)(config));
   const cacheType = checkKVType(opts.cacheType ?? DEFAULT_KV_TYPE, config.headDim);
-  const why = unsupported(arch, file, config, cacheType);
+  const why = unsupported(arch, file, config);
   if (why) throw new BackendError(`webgpu: ${file.path}: ${why}`);
   const weights = new GpuWeights(rt, host);
   const ropes = new RopeTables(host);
@@ -71,7 +70,6 @@ export function buildGpuModel(arch: Architecture, file: GGUFFile, config: ModelC
     nVocab: config.nVocab, contextLength: config.contextLength,
     newCache: (capacity = config.contextLength, o = {}) => {
       const type = checkKVType(o.type ?? cacheType, config.headDim);
-      if (type === "q8_0") throw new BackendError("webgpu: KV cache type q8_0 is not supported on webgpu (use f32 or f16)");
       return new GpuKVCache(rt, config.nLayer, capacity, kvWidth, type);
     },
     forward: refuse,

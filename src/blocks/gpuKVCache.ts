@@ -1,28 +1,44 @@
 // The KV cache in GPU memory (the webgpu backend's, see blocks/gpuOps.ts): per layer, one
-// buffer of keys and one of values, `capacity` rows of kvHeads · headDim values, stored as f32
-// or f16 (two halves per u32 word). Row j holds position j: every position is kept, also on
-// sliding-window layers (the attention kernel masks by the window), so truncating never loses
-// what a continuation needs. Q8_0 caches are not supported on webgpu (refused at load).
+// buffer of keys and one of values, `capacity` rows of kvHeads · headDim values, stored as f32,
+// f16 (two halves per u32 word) or q8_0 (int8 values, four per word, and a buffer of one f32
+// scale per block of 32: backends/webgpu/storeKV.ts). Row j holds position j: every position is
+// kept, also on sliding-window layers (the attention kernel masks by the window), so truncating
+// never loses what a continuation needs.
 
 import type { GpuRuntime, Recorder } from "../backends/webgpu/runtime.js";
-import { storeF16, type GpuKVType } from "../backends/webgpu/storeKV.js";
+import { storeF16, storeQ8_0, type GpuKVType, type Q8Buffers } from "../backends/webgpu/storeKV.js";
 import { KVCache } from "./kvCache.js";
+
+/** Bytes per cached value in each type (q8_0: one int8, plus a 4-byte scale per 32). */
+const VALUE_BYTES: Record<GpuKVType, number> = { f32: 4, f16: 2, q8_0: 1 };
 
 export class GpuKVCache extends KVCache {
   readonly keys: GPUBuffer[];
   readonly values: GPUBuffer[];
-  private readonly valueBytes: number;
+  /** q8_0: the blocks' scales, per layer (empty for f32 and f16). */
+  readonly keyScales: GPUBuffer[] = [];
+  readonly valueScales: GPUBuffer[] = [];
 
   constructor(rt: GpuRuntime, nLayers: number, capacity: number, readonly width: number, readonly gpuType: GpuKVType) {
     super(0, capacity, width, { type: gpuType }); // no host layers: truncate keeps any length
-    this.valueBytes = gpuType === "f32" ? 4 : 2;
-    const bytes = capacity * width * this.valueBytes;
+    const bytes = capacity * width * VALUE_BYTES[gpuType];
     this.keys = Array.from({ length: nLayers }, (_, l) => rt.buffer(bytes, `keys of layer ${l}`));
     this.values = Array.from({ length: nLayers }, (_, l) => rt.buffer(bytes, `values of layer ${l}`));
+    if (gpuType === "q8_0") {
+      const scaleBytes = (capacity * width / 32) * 4;
+      this.keyScales = Array.from({ length: nLayers }, (_, l) => rt.buffer(scaleBytes, `key scales of layer ${l}`));
+      this.valueScales = Array.from({ length: nLayers }, (_, l) => rt.buffer(scaleBytes, `value scales of layer ${l}`));
+    }
   }
 
   override get bytes(): number {
-    return (this.keys.length + this.values.length) * this.capacity * this.width * this.valueBytes;
+    const scales = this.gpuType === "q8_0" ? 4 / 32 : 0;
+    return (this.keys.length + this.values.length) * this.capacity * this.width * (VALUE_BYTES[this.gpuType] + scales);
+  }
+
+  /** Layer l's q8_0 buffers. */
+  q8(l: number): Q8Buffers {
+    return { keys: this.keys[l], values: this.values[l], keyScales: this.keyScales[l], valueScales: this.valueScales[l] };
   }
 
   /** Record: rows [start, start + T) of k and v [*, width] go to positions pos0.. of layer l. */
@@ -31,13 +47,15 @@ export class GpuKVCache extends KVCache {
     if (this.gpuType === "f32") {
       rec.copy(k, start * this.width * 4, this.keys[l], pos0 * this.width * 4, n * 4);
       rec.copy(v, start * this.width * 4, this.values[l], pos0 * this.width * 4, n * 4);
-      return;
+    } else if (this.gpuType === "f16") {
+      storeF16(rec, k, v, start * this.width, n, this.keys[l], this.values[l], pos0 * this.width);
+    } else {
+      storeQ8_0(rec, k, v, start * this.width, n, this.q8(l), pos0 * this.width);
     }
-    storeF16(rec, k, v, start * this.width, n, this.keys[l], this.values[l], pos0 * this.width);
   }
 
   /** Free the GPU memory now (it is also freed when the cache is collected). */
   dispose(): void {
-    for (const b of [...this.keys, ...this.values]) b.destroy();
+    for (const b of [...this.keys, ...this.values, ...this.keyScales, ...this.valueScales]) b.destroy();
   }
 }

@@ -224,7 +224,7 @@ export class GpuOps implements Ops<GpuTensor> {
     for (const { cache, start, length, pos0 } of this.segments) {
       if (!(cache instanceof GpuKVCache)) throw new ToyError("webgpu: attention needs a KV cache made by this model (model.newCache())");
       cache.write(this.rec, layer, k.buffer, v.buffer, start, length, pos0);
-      attention(this.rec, q.buffer, cache.keys[layer], cache.values[layer], cache.gpuType,
+      attention(this.rec, q.buffer, cache.gpuType === "q8_0" ? cache.q8(layer) : { keys: cache.keys[layer], values: cache.values[layer] }, cache.gpuType,
         { T: length, row0: start, pos0, nKeys: pos0 + length, heads, kvHeads, headDim }, opts, y.buffer);
     }
     return y;

@@ -15,11 +15,23 @@ import type { AttentionOptions } from "../kernels.js";
 import { GRID_WGSL, type Recorder } from "./runtime.js";
 import type { GpuKVType } from "./storeKV.js";
 
-/** Reading cached value i of K (or V) stored as f32 or as f16 pairs packed in u32 words. */
-function cacheReader(name: string, type: GpuKVType, binding: number): string {
-  return type === "f32"
-    ? `@group(0) @binding(${binding}) var<storage, read> ${name}: array<f32>;\nfn ${name}_at(i: u32) -> f32 { return ${name}[i]; }\n`
-    : `@group(0) @binding(${binding}) var<storage, read> ${name}: array<u32>;\nfn ${name}_at(i: u32) -> f32 { return unpack2x16float(${name}[i >> 1u])[i & 1u]; }\n`;
+/** Reading cached value i of K (or V) stored as f32, as f16 pairs packed in u32 words, or as q8_0
+ *  (four int8 per word, a scale per 32 values in `scales`: ./storeKV.ts). */
+function cacheReader(name: string, type: GpuKVType, binding: number, scales: number): string {
+  if (type === "f32") return `@group(0) @binding(${binding}) var<storage, read> ${name}: array<f32>;\nfn ${name}_at(i: u32) -> f32 { return ${name}[i]; }\n`;
+  if (type === "f16") return `@group(0) @binding(${binding}) var<storage, read> ${name}: array<u32>;\nfn ${name}_at(i: u32) -> f32 { return unpack2x16float(${name}[i >> 1u])[i & 1u]; }\n`;
+  return `@group(0) @binding(${binding}) var<storage, read> ${name}: array<u32>;
+@group(0) @binding(${scales}) var<storage, read> ${name}S: array<f32>;
+fn ${name}_at(i: u32) -> f32 { return ${name}S[i >> 5u] * f32(bitcast<i32>(${name}[i >> 2u] << (24u - 8u * (i & 3u))) >> 24u); }
+`;
+}
+
+/** A layer's cached keys and values (q8_0: with their scales). */
+export interface CachedKV {
+  keys: GPUBuffer;
+  values: GPUBuffer;
+  keyScales?: GPUBuffer;
+  valueScales?: GPUBuffer;
 }
 
 /** Keys per chunk. Fixed, so that a row's sums never depend on how many
@@ -165,7 +177,7 @@ export interface AttentionShape {
 }
 
 /** Record out[row0 .. row0+T) = attention of q's rows over keys/values stored as `type`. */
-export function attention(rec: Recorder, q: GPUBuffer, keys: GPUBuffer, values: GPUBuffer, type: GpuKVType, s: AttentionShape, opts: AttentionOptions, out: GPUBuffer): void {
+export function attention(rec: Recorder, q: GPUBuffer, kv: CachedKV, type: GpuKVType, s: AttentionShape, opts: AttentionOptions, out: GPUBuffer): void {
   if (s.headDim > 512) throw new Error(`webgpu attention: head dim ${s.headDim} is above the kernel's 512`);
   const rows = s.T * s.heads;
   const chunks = Math.ceil(s.nKeys / CHUNK_KEYS);
@@ -176,6 +188,8 @@ export function attention(rec: Recorder, q: GPUBuffer, keys: GPUBuffer, values: 
     f: [opts.scale, opts.softcap],
   };
   const pipeline = (name: string, body: string) => rec.rt.pipeline(`attention.${name}.${type}`, () => GRID_WGSL + PARAMS + body);
-  rec.dispatch(pipeline("chunks", cacheReader("K", type, 2) + cacheReader("V", type, 3) + CHUNKS), [q, keys, values, part, stats], params, rows * chunks, "attention chunks");
+  const scales = type === "q8_0" ? [kv.keyScales!, kv.valueScales!] : [];
+  rec.dispatch(pipeline("chunks", cacheReader("K", type, 2, 6) + cacheReader("V", type, 3, 7) + CHUNKS), [q, kv.keys, kv.values, part, stats, ...scales],
+    params, rows * chunks, "attention chunks");
   rec.dispatch(pipeline("combine", COMBINE), [part, stats, out], params, Math.ceil((rows * s.headDim) / 64), "attention combine");
 }
