@@ -28,7 +28,6 @@ import { ModelWeights } from "./weights.js";
 
 /** Why a model cannot run on webgpu, checked at load (null: it can). */
 function unsupported(arch: Architecture, file: GGUFFile, config: ModelConfig, cacheType: string): string | null {
-  if (config.ffn.experts > 0) return `${arch.name} is a mixture-of-experts model, whose routing reads values on the host: not supported on webgpu yet (use --backend cpu)`;
   if (cacheType !== "f32" && cacheType !== "f16") return `KV cache type ${cacheType} is not supported on webgpu (use f32 or f16)`;
   for (const s of (arch.tensors ?? decoderTensors)(config)) {
     const info = file.tensor(s.name);
