@@ -13,7 +13,7 @@ export {
 
 // Blocks: layers written once against Ops (weights by GGUF name), run for inference (Tensors,
 // KV cache) or training (Vars on the tape).
-export type { Ops, Value, RopeSpec, ExpertResult } from "./blocks/ops.js";
+export type { Ops, Value, RopeSpec, Routes } from "./blocks/ops.js";
 export { InferenceOps, RopeTables, type StoredWeights } from "./blocks/inferenceOps.js";
 export { TrainingOps, ParamVars, type Parameters, type Adapter, type TrainSetup, type SequenceBatch } from "./blocks/trainingOps.js";
 export { TENSORS, blockNames, BLOCK_MATRICES, type BlockNames, type LayerNames } from "./blocks/tensorNames.js";

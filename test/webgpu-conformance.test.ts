@@ -1,7 +1,8 @@
 // The webgpu backend on every tiny fixture model and storage type against the references the
 // conformance tests use (test/conformance.test.ts): prompt logits (top-16 and logsumexp), top-1
 // at every prompt position, the greedy continuation (generateAsync), the same bits on a second
-// run, greedy argmax on the GPU, f16 and q8_0 KV caches, and what webgpu refuses.
+// run, greedy argmax on the GPU, f16 and q8_0 KV caches, a mixture of experts routed on the GPU
+// (each row's bits whatever the batch), and what webgpu refuses.
 // SmolLM2-135M and Gemma 3 270M run only with TOY_SLOW=1 (llvmpipe is slow). Skips without
 // fixtures or adapter.
 
@@ -29,7 +30,7 @@ const MODELS = [
   "llama-q-src", "llama-q-F16", "llama-q-BF16", "llama-q-Q8_0", "llama-q-Q4_0", "llama-q-Q4_1", "llama-q-Q5_0",
   "llama-q-Q5_1", "llama-q-Q2_K", "llama-q-Q3_K_M", "llama-q-Q4_K_M", "llama-q-Q5_K_M", "llama-q-Q6_K",
   "llama-q-IQ4_NL", "llama-q-IQ4_XS",
-  "gpt2-tiny", "qwen2-tiny", "qwen3-tiny", "gemma2-tiny",
+  "gpt2-tiny", "qwen2-tiny", "qwen3-tiny", "gemma2-tiny", "olmoe-tiny",
   ...(process.env.TOY_SLOW ? ["SmolLM2-135M-Instruct.Q4_1"] : []),
 ];
 const greedy = { ...DEFAULT_SAMPLING, temperature: 0 };
@@ -148,14 +149,24 @@ test("webgpu: a q8_0 KV cache gives the ts backend's q8_0 logits, within the q8_
 });
 
 test("webgpu refuses what it does not run, with exit code 4", { skip }, () => {
-  assert.throws(() => loadModel(path("olmoe-tiny"), "webgpu"), (e: Error & { exitCode?: number }) => /mixture-of-experts/.test(e.message) && e.exitCode === 4);
   const model = loadModel(path("qwen3-tiny"), "webgpu");
   assert.throws(() => model.forward(Int32Array.of(1), model.newCache(8), "last"), /forwardAsync/);
 });
 
 // serve on webgpu: test/serve-webgpu.test.ts.
-test("toy infer and eval --backend webgpu give the ts backend's answers", { skip }, () => {
-  const model = path("qwen2-tiny");
+// OLMoE routes on the GPU: a token's experts, their products and sum must not depend on the
+// other rows of the batch (serve batches clients' rows together).
+test("webgpu mixture of experts: each sequence of a batch gets its solo bits", { skip }, async () => {
+  const model = loadModel(path("olmoe-tiny"), "webgpu");
+  const prompts = [[1, 20, 300, 40, 7], [5, 6], [9, 300, 301, 302, 303, 304, 17, 2]].map((p) => Int32Array.from(p));
+  const solo: Float32Array[] = [];
+  for (const ids of prompts) solo.push((await model.forwardAsync!(ids, model.newCache(16), "last")).data);
+  const batch = await model.forwardBatchAsync!(prompts.map((ids) => ({ ids, cache: model.newCache(16) })));
+  prompts.forEach((_, i) => assert.deepEqual(batch.data.subarray(i * model.nVocab, (i + 1) * model.nVocab), solo[i], `sequence ${i}`));
+});
+
+for (const name of ["qwen2-tiny", "olmoe-tiny"]) test(`toy infer and eval --backend webgpu give the ts backend's answers (${name})`, { skip }, () => {
+  const model = path(name);
   const infer = (backend: string) => toyJson(["infer", model, "--backend", backend, "--ids", "1,20,300,40", "--max-tokens", "8", "--temperature", "0", "--cache-type", "f32", "--json"]);
   assert.deepEqual(infer("webgpu").tokens, infer("ts").tokens);
   const evaluate = (backend: string) => toyJson(["eval", model, "--backend", backend, "--ids", "1,20,300,40,5,60", "--json"]);

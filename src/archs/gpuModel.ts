@@ -28,7 +28,6 @@ import { ModelWeights } from "./weights.js";
 
 /** Why a model cannot run on webgpu, checked at load (null: it can). */
 function unsupported(arch: Architecture, file: GGUFFile, config: ModelConfig): string | null {
-  if (config.ffn.experts > 0) return `${arch.name} is a mixture-of-experts model, whose routing reads values on the host: not supported on webgpu yet (use --backend cpu)`;
   for (const s of (arch.tensors ?? decoderTensors)(config)) {
     const info = file.tensor(s.name);
     if (info && !supportsWeightType(info.type)) return `tensor ${s.name} is stored as ${typeName(info.type)}, which the webgpu backend does not read yet`;

@@ -12,21 +12,25 @@
 
 import type { AttentionOptions } from "../backends/kernels.js";
 import { attention } from "../backends/webgpu/attention.js";
+import { combineExperts } from "../backends/webgpu/combineExperts.js";
 import { copyCols } from "../backends/webgpu/copyCols.js";
+import { expertMatmul } from "../backends/webgpu/expertMatmul.js";
 import { binary, unary } from "../backends/webgpu/elementwise.js";
 import { getRows } from "../backends/webgpu/getRows.js";
 import { matmulGroup, storageBindings, type Epilogue, type MatmulTerm } from "../backends/webgpu/matmul.js";
 import { layerNorm, rmsNorm } from "../backends/webgpu/norms.js";
+import { repeatRows } from "../backends/webgpu/repeatRows.js";
 import { rope, ropeAngles, type RopeTarget } from "../backends/webgpu/rope.js";
 import type { Recorder } from "../backends/webgpu/runtime.js";
 import { softmax } from "../backends/webgpu/softmax.js";
 import { GpuTensor } from "../backends/webgpu/tensor.js";
+import { topExperts } from "../backends/webgpu/topExperts.js";
 import type { GpuWeights } from "../backends/webgpu/weights.js";
 import { ToyError } from "../errors.js";
 import { GpuKVCache } from "./gpuKVCache.js";
 import type { RopeTables } from "./inferenceOps.js";
 import type { Segment } from "./kvCache.js";
-import type { ExpertResult, Ops, RopeSpec } from "./ops.js";
+import type { Ops, RopeSpec, Routes } from "./ops.js";
 
 const F32 = 4;
 
@@ -35,6 +39,13 @@ interface PendingProducts {
   x: GPUBuffer;
   T: number;
   terms: MatmulTerm[];
+}
+
+/** A mixture of experts' routing on the GPU: token t's s-th expert and its probability at
+ *  t · used + s (routed rows go token by token). */
+interface GpuRoutes extends Routes {
+  ids: GPUBuffer;
+  weights: GPUBuffer;
 }
 
 /** A rotation recorded lazily (joined by the next one of the same rows and frequencies). */
@@ -98,7 +109,7 @@ export class GpuOps implements Ops<GpuTensor> {
   }
 
   linear(x: GpuTensor, weight: string, bias?: string | null, rows?: readonly [number, number]): GpuTensor {
-    if (rows) throw new ToyError("webgpu: mixture-of-experts layers are not supported on the webgpu backend yet");
+    if (rows) throw new ToyError("webgpu: a block of a weight's rows (an expert's) runs through ops.expertLinear on the webgpu backend");
     const w = this.weights.matrix(weight);
     const y = this.tensor([x.rows, w.rows], weight);
     const term = { w, bias: bias ? this.weights.vector(bias) : null, y: y.buffer };
@@ -230,8 +241,27 @@ export class GpuOps implements Ops<GpuTensor> {
     return y;
   }
 
-  combineExperts(_probs: GpuTensor, _outputs: readonly ExpertResult<GpuTensor>[]): GpuTensor {
-    throw new ToyError("webgpu: mixture-of-experts layers are not supported on the webgpu backend yet");
+  topExperts(probs: GpuTensor, used: number): GpuRoutes {
+    const T = probs.rows;
+    const ids = this.recorder.buffer(T * used * 4, "expert ids"), weights = this.recorder.buffer(T * used * F32, "expert weights");
+    topExperts(this.rec, probs.buffer, T, probs.cols, used, ids, weights);
+    return { tokens: T, used, ids, weights };
+  }
+  routeRows(x: GpuTensor, routes: GpuRoutes): GpuTensor {
+    const y = this.tensor([x.rows * routes.used, x.cols], "routed rows");
+    repeatRows(this.rec, x.buffer, x.rows, x.cols, routes.used, y.buffer);
+    return y;
+  }
+  expertLinear(x: GpuTensor, weight: string, routes: GpuRoutes, rows: number): GpuTensor {
+    const w = this.weights.matrix(weight);
+    const y = this.tensor([x.rows, rows], weight);
+    expertMatmul(this.rec, x.buffer, routes.ids, w, x.rows, rows, y.buffer);
+    return y;
+  }
+  combineExperts(out: GpuTensor, routes: GpuRoutes): GpuTensor {
+    const y = this.tensor([routes.tokens, out.cols], "experts' sum");
+    combineExperts(this.rec, out.buffer, routes.weights, routes.tokens, routes.used, out.cols, y.buffer);
+    return y;
   }
 
   lastRows(x: GpuTensor): GpuTensor { return this.wanted ? this.gatherRows(x, this.wanted) : x; }

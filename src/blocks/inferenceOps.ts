@@ -8,7 +8,8 @@ import { ropeInvFreq } from "../primitives/rope.js";
 import { Tensor } from "../tensor/tensor.js";
 import type { Weight } from "../tensor/weight.js";
 import type { Segment } from "./kvCache.js";
-import type { ExpertResult, Ops, RopeSpec } from "./ops.js";
+import { expertProducts, hostRoutes, type HostRoutes } from "./hostExperts.js";
+import type { Ops, RopeSpec } from "./ops.js";
 import { attendThroughCache } from "./selfAttention.js";
 import { TENSORS } from "./tensorNames.js";
 
@@ -99,12 +100,15 @@ export class InferenceOps implements Ops<Tensor> {
   attention(q: Tensor, k: Tensor, v: Tensor, layer: number, opts: AttentionOptions): Tensor {
     return attendThroughCache(q, k, v, this.segments, layer, k.shape[1], opts);
   }
-  combineExperts(probs: Tensor, outputs: readonly ExpertResult<Tensor>[], N: number, d: number): Tensor {
-    const E = probs.cols, y = probs.like([N, d]);
-    for (const { expert, tokens, out } of outputs) {
+  topExperts(probs: Tensor, used: number): HostRoutes<Tensor> { return hostRoutes(probs, used); }
+  routeRows(x: Tensor, routes: HostRoutes<Tensor>): Tensor { return P.gatherRows(x, routes.order); }
+  expertLinear(x: Tensor, weight: string, routes: HostRoutes<Tensor>, rows: number): Tensor { return expertProducts(this, x, weight, routes, rows); }
+  combineExperts(out: Tensor, routes: HostRoutes<Tensor>): Tensor {
+    const { probs } = routes, E = probs.cols, d = out.cols, y = out.like([routes.tokens, d]);
+    for (const { expert, tokens, start } of routes.experts) {
       tokens.forEach((t, i) => {
         const p = probs.data[t * E + expert];
-        for (let j = 0; j < d; j++) y.data[t * d + j] += p * out.data[i * d + j];
+        for (let j = 0; j < d; j++) y.data[t * d + j] += p * out.data[(start + i) * d + j];
       });
     }
     return y;

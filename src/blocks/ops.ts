@@ -33,13 +33,16 @@ export interface RopeSpec {
   freqFactors: boolean;
 }
 
-/** A routed expert's output for a mixture of experts (see blocks/mixtureOfExperts.ts). */
-export interface ExpertResult<X> {
-  expert: number;
-  /** The rows of the layer's input this expert ran on, in the order of `out`'s rows. */
-  tokens: readonly number[];
-  /** [tokens.length, d] */
-  out: X;
+/**
+ * A mixture of experts' routing (ops.topExperts): for each of `tokens` tokens, its `used` most
+ * probable experts and their probabilities. The routed rows (ops.routeRows) are one per (token,
+ * chosen expert), R = tokens · used of them, in an order that is the ops' own: the host keeps
+ * each expert's tokens together (one product per expert), the GPU token by token (the expert id
+ * of each row in a GPU buffer). What else a routing holds is the ops' too.
+ */
+export interface Routes {
+  readonly tokens: number;
+  readonly used: number;
 }
 
 export interface Ops<X extends Value> {
@@ -89,8 +92,16 @@ export interface Ops<X extends Value> {
    * attends within each sequence of the batch.
    */
   attention(q: X, k: X, v: X, layer: number, opts: AttentionOptions): X;
-  /** y[t] = Σ_{(e, t) routed} probs[t, e] · out_e[t]:  probs [N, experts] → [N, d] */
-  combineExperts(probs: X, outputs: readonly ExpertResult<X>[], N: number, d: number): X;
+  /** The router's choice: probs [N, experts] → for each row its `used` most probable experts
+   *  (higher probability first, ties to the lower index), with their probabilities. */
+  topExperts(probs: X, used: number): Routes;
+  /** The routed rows of x [N, n] → [R, n]: row t once per expert routed to t. */
+  routeRows(x: X, routes: Routes): X;
+  /** Each routed row times its own expert's block of a stacked weight: x [R, in] → [R, rows],
+   *  expert e's block being rows [e · rows, (e + 1) · rows) of W [experts · rows, in]. */
+  expertLinear(x: X, weight: string, routes: Routes, rows: number): X;
+  /** y[t] = Σ_{e routed for t} p[t, e] · out[(t, e)]:  out [R, d] → [N, d] */
+  combineExperts(out: X, routes: Routes): X;
   /** The rows whose outputs are wanted: inference keeps each sequence's last row when asked
    *  to; training keeps all. */
   lastRows(x: X): X;

@@ -6,7 +6,8 @@ import type { AttentionOptions } from "../backends/kernels.js";
 import type { Tape, Var } from "../autograd/tape.js";
 import * as A from "../autograd/ops/index.js";
 import type { TrainKernels } from "../autograd/kernels/index.js";
-import type { ExpertResult, Ops, RopeSpec } from "./ops.js";
+import { expertProducts, hostRoutes, type HostRoutes } from "./hostExperts.js";
+import type { Ops, RopeSpec } from "./ops.js";
 import { TENSORS } from "./tensorNames.js";
 
 /** Float32 parameters in GGUF storage order (dims[0] fastest), with their ggml dims. */
@@ -139,8 +140,12 @@ export class TrainingOps implements Ops<Var> {
     const [, heads, headDim] = q.shape;
     return A.attention(q, k, v, { batch: this.shape.batch, seq: this.shape.seq, heads, kvHeads: k.shape[1], headDim }, opts);
   }
-  combineExperts(probs: Var, outputs: readonly ExpertResult<Var>[], N: number, d: number): Var {
-    return A.combineExperts(probs, outputs, N, d);
+  topExperts(probs: Var, used: number): HostRoutes<Var> { return hostRoutes(probs, used); }
+  routeRows(x: Var, routes: HostRoutes<Var>): Var { return A.gatherRows(x, routes.order); }
+  expertLinear(x: Var, weight: string, routes: HostRoutes<Var>, rows: number): Var { return expertProducts(this, x, weight, routes, rows); }
+  combineExperts(out: Var, routes: HostRoutes<Var>): Var {
+    const outputs = routes.experts.map(({ expert, tokens, start }) => ({ expert, tokens, out: A.sliceRows(out, start, start + tokens.length) }));
+    return A.combineExperts(routes.probs, outputs, routes.tokens, out.cols);
   }
   lastRows(x: Var): Var { return x; }
 }
