@@ -146,6 +146,8 @@ test("webgpu: a q8_0 KV cache gives the ts backend's q8_0 logits, within the q8_
   console.log(`# ${name} webgpu q8_0 cache: max |Δlogit| ${vsTs.toExponential(2)} vs ts q8_0, ${vsF32.toExponential(2)} vs f32`);
   assert.ok(vsTs <= tolerance(name, "webgpu").logits, `vs ts: ${vsTs}`);
   assert.ok(vsF32 <= KV_CACHE_DISTANCE.q8_0.exactLogits, `vs f32: ${vsF32}`);
+  const infer = (backend: string) => toyJson(["infer", path(name), "--backend", backend, "--ids", "1,20,300,40", "--max-tokens", "8", "--temperature", "0", "--cache-type", "q8_0", "--json"]);
+  assert.deepEqual(infer("webgpu").tokens, infer("ts").tokens);
 });
 
 test("webgpu refuses what it does not run, with exit code 4", { skip }, () => {
