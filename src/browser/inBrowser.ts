@@ -15,6 +15,7 @@ import { gpt2 } from "../archs/gpt2.js";
 import { buildGpuModel } from "../archs/gpuModel.js";
 import { llama } from "../archs/llama.js";
 import type { Architecture, LanguageModel } from "../archs/model.js";
+import { olmoe } from "../archs/olmoe.js";
 import { qwen2, qwen3 } from "../archs/qwen.js";
 import { GpuKVCache } from "../blocks/gpuKVCache.js";
 import { openBrowserGpu } from "../backends/webgpu/browserAdapter.js";
@@ -25,8 +26,8 @@ import { chatTemplateFor, type ChatMessage, type ChatTemplate } from "../io/chat
 import { parseGGUF } from "../io/gguf/parse.js";
 import { tokenizerFromMetadata, type Tokenizer } from "../io/tokenizer/index.js";
 
-/** The architectures the browser build carries (olmoe is MoE: refused on webgpu anyway). */
-const ARCHITECTURES: Record<string, Architecture> = { llama, qwen2, qwen3, gemma2, gemma3, gpt2 };
+/** The architectures the browser build carries. */
+const ARCHITECTURES: Record<string, Architecture> = { llama, qwen2, qwen3, gemma2, gemma3, gpt2, olmoe };
 
 export interface LoadOptions {
   /** Sent with the download (e.g. an Authorization header when the server has an API key). */
