@@ -16,7 +16,7 @@ import { combineExperts } from "../src/backends/webgpu/combineExperts.js";
 import { expertMatmul } from "../src/backends/webgpu/expertMatmul.js";
 import { repeatRows } from "../src/backends/webgpu/repeatRows.js";
 import { Recorder } from "../src/backends/webgpu/runtime.js";
-import { topExperts } from "../src/backends/webgpu/topExperts.js";
+import { maxExpertTiles, topExperts } from "../src/backends/webgpu/topExperts.js";
 import { uploadMatrix } from "../src/backends/webgpu/weights.js";
 import { route } from "../src/blocks/mixtureOfExperts.js";
 import { typeName } from "../src/io/gguf/types.js";
@@ -31,17 +31,32 @@ async function run(build: (rec: Recorder) => { buffer: GPUBuffer; n: number }[])
   return rec.submit(build(rec).map(({ buffer, n }) => ({ buffer, bytes: n * 4 })));
 }
 
-/** Each token's `used` experts as the GPU picks them: ids and weights [T, used]. */
-async function gpuTopExperts(probs: Float32Array, T: number, E: number, used: number): Promise<[Uint32Array, Float32Array]> {
-  const [ids, weights] = await run((rec) => {
-    const i = rec.buffer(T * used * 4), w = rec.buffer(T * used * 4);
-    topExperts(rec, rec.upload(probs), T, E, used, i, w);
-    return [{ buffer: i, n: T * used }, { buffer: w, n: T * used }];
-  });
-  return [new Uint32Array(ids), new Float32Array(weights)];
+const NO_ROW = 0xffffffff;
+
+/** The routed rows grouped by expert in tiles of up to 4 (./topExperts.ts's layout, experts in
+ *  ascending order as the GPU makes them for E ≤ 64): [count, (expert, 4 rows) per tile]. */
+function hostTiles(ids: Uint32Array, E: number): Uint32Array {
+  const tiles: number[] = [];
+  for (let e = 0; e < E; e++) {
+    const rows = [...ids.keys()].filter((r) => ids[r] === e);
+    for (let i = 0; i < rows.length; i += 4) tiles.push(e, ...[0, 1, 2, 3].map((j) => rows[i + j] ?? NO_ROW));
+  }
+  return Uint32Array.from([tiles.length / 5, ...tiles]);
 }
 
-test("webgpu topExperts: route()'s experts, best first, ties to the lower index", { skip: gpu.skip }, async () => {
+/** Each token's `used` experts as the GPU picks them: ids and weights [T, used], and their tiles. */
+async function gpuTopExperts(probs: Float32Array, T: number, E: number, used: number): Promise<[Uint32Array, Float32Array, Uint32Array]> {
+  const tileWords = 1 + 5 * maxExpertTiles(T * used, E);
+  const [ids, weights, tiles] = await run((rec) => {
+    const i = rec.buffer(T * used * 4), w = rec.buffer(T * used * 4), t = rec.buffer(tileWords * 4);
+    topExperts(rec, rec.upload(probs), T, E, used, i, w, t);
+    return [{ buffer: i, n: T * used }, { buffer: w, n: T * used }, { buffer: t, n: tileWords }];
+  });
+  const tileList = new Uint32Array(tiles);
+  return [new Uint32Array(ids), new Float32Array(weights), tileList.subarray(0, 1 + 5 * tileList[0])];
+}
+
+test("webgpu topExperts: route()'s experts, best first, ties to the lower index; tiles by expert", { skip: gpu.skip }, async () => {
   const E = 8;
   const rows = [
     [0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125],  // all tied: 0, 1, 2, ...
@@ -53,7 +68,9 @@ test("webgpu topExperts: route()'s experts, best first, ties to the lower index"
   const T = rows.length + 9;
   const probs = Float32Array.from([...rows.flat(), ...random]);
   for (const used of [1, 2, 3, 8]) {
-    const [ids, weights] = await gpuTopExperts(probs, T, E, used);
+    const [ids, weights, tiles] = await gpuTopExperts(probs, T, E, used);
+    assert.deepEqual(tiles, hostTiles(ids, E), `top ${used}: tiles`);
+    assert.ok(tiles[0] <= maxExpertTiles(T * used, E));
     for (let t = 0; t < T; t++) {
       const p = probs.subarray(t * E, (t + 1) * E);
       const want = Array.from({ length: E }, (_, e) => e).sort((a, b) => p[b] - p[a] || a - b).slice(0, used);
@@ -67,9 +84,20 @@ test("webgpu topExperts: route()'s experts, best first, ties to the lower index"
   }
 });
 
+test("webgpu topExperts over more experts than threads (E = 100): route()'s experts, every row in one tile", { skip: gpu.skip }, async () => {
+  const E = 100, T = 21, used = 6, probs = randn(T * E, 12).map(Math.exp);
+  const [ids, , tiles] = await gpuTopExperts(probs, T, E, used);
+  const byExpert: number[][] = Array.from({ length: E }, () => []);
+  ids.forEach((e, i) => byExpert[e].push(Math.floor(i / used)));
+  assert.deepEqual(byExpert, route(probs, T, E, used));
+  // thread tid groups experts tid, tid + 64: the tiles in that order; the same tiles as the host's
+  const list = (t: Uint32Array) => Array.from({ length: t[0] }, (_, i) => [...t.subarray(1 + 5 * i, 6 + 5 * i)]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  assert.deepEqual(list(tiles), list(hostTiles(ids, E)));
+});
+
 for (const type of MATMUL_TYPES) {
   test(`webgpu expertMatmul, ${typeName(type)} weights`, { skip: gpu.skip }, async () => {
-    const E = 4, rows = 8, cols = 512, ids = Uint32Array.from([2, 0, 3, 3, 1, 2, 0]), R = ids.length;
+    const E = 4, rows = 8, cols = 512, ids = Uint32Array.from([2, 0, 3, 3, 1, 2, 0, 3, 3, 3, 2]), R = ids.length; // expert 3: a full tile and one more
     const w = makeWeight(type, E * rows, cols, 17 + type);
     const x = randn(R * cols, 5);
     const all = new Float32Array(R * E * rows);                  // every row times every expert's block
@@ -79,7 +107,7 @@ for (const type of MATMUL_TYPES) {
     const m = uploadMatrix(gpu.rt!, w);
     const [out] = await run((rec) => {
       const y = rec.buffer(R * rows * 4);
-      expertMatmul(rec, rec.upload(x), rec.upload(ids), m, R, rows, y);
+      expertMatmul(rec, rec.upload(x), rec.upload(hostTiles(ids, E)), maxExpertTiles(R, E), m, rows, y);
       return [{ buffer: y, n: R * rows }];
     });
     const got = new Float32Array(out);
@@ -88,7 +116,7 @@ for (const type of MATMUL_TYPES) {
 }
 
 test("webgpu expertMatmul: a weight split into parts; a row's bits do not depend on the other rows", { skip: gpu.skip }, async () => {
-  const E = 5, rows = 6, cols = 64, ids = Uint32Array.from([4, 1, 1, 0, 3, 2]), R = ids.length;
+  const E = 5, rows = 6, cols = 64, ids = Uint32Array.from([4, 1, 1, 0, 3, 2, 1, 1, 1]), R = ids.length;
   const w = makeWeight(8 /* Q8_0 */, E * rows, cols, 3);
   const x = randn(R * cols, 4);
   const whole = uploadMatrix(gpu.rt!, w);
@@ -96,13 +124,13 @@ test("webgpu expertMatmul: a weight split into parts; a row's bits do not depend
   assert.equal(split.parts.length, 5);
   const product = async (m: typeof whole, xs: Float32Array, is: Uint32Array) => new Float32Array((await run((rec) => {
     const y = rec.buffer(is.length * rows * 4);
-    expertMatmul(rec, rec.upload(xs), rec.upload(is), m, is.length, rows, y);
+    expertMatmul(rec, rec.upload(xs), rec.upload(hostTiles(is, E)), maxExpertTiles(is.length, E), m, rows, y);
     return [{ buffer: y, n: is.length * rows }];
   }))[0]);
   const batch = await product(whole, x, ids);
   assert.deepEqual(await product(split, x, ids), batch);
   assert.deepEqual(await product(whole, x, ids), batch);
-  for (const r of [0, 3, 5]) {
+  for (const r of [0, 2, 3, 5, 8]) {                          // rows alone in a tile, and rows of the full tile of expert 1
     const alone = await product(whole, x.slice(r * cols, (r + 1) * cols), ids.slice(r, r + 1));
     assert.deepEqual(alone, batch.subarray(r * rows, (r + 1) * rows), `row ${r}`);
   }

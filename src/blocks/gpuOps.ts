@@ -24,7 +24,7 @@ import { rope, ropeAngles, type RopeTarget } from "../backends/webgpu/rope.js";
 import type { Recorder } from "../backends/webgpu/runtime.js";
 import { softmax } from "../backends/webgpu/softmax.js";
 import { GpuTensor } from "../backends/webgpu/tensor.js";
-import { topExperts } from "../backends/webgpu/topExperts.js";
+import { maxExpertTiles, topExperts } from "../backends/webgpu/topExperts.js";
 import type { GpuWeights } from "../backends/webgpu/weights.js";
 import { ToyError } from "../errors.js";
 import { GpuKVCache } from "./gpuKVCache.js";
@@ -42,10 +42,12 @@ interface PendingProducts {
 }
 
 /** A mixture of experts' routing on the GPU: token t's s-th expert and its probability at
- *  t · used + s (routed rows go token by token). */
+ *  t · used + s (routed rows go token by token), and the routed rows in tiles by expert. */
 interface GpuRoutes extends Routes {
   ids: GPUBuffer;
   weights: GPUBuffer;
+  tiles: GPUBuffer;
+  maxTiles: number;
 }
 
 /** A rotation recorded lazily (joined by the next one of the same rows and frequencies). */
@@ -242,10 +244,11 @@ export class GpuOps implements Ops<GpuTensor> {
   }
 
   topExperts(probs: GpuTensor, used: number): GpuRoutes {
-    const T = probs.rows;
+    const T = probs.rows, maxTiles = maxExpertTiles(T * used, probs.cols);
     const ids = this.recorder.buffer(T * used * 4, "expert ids"), weights = this.recorder.buffer(T * used * F32, "expert weights");
-    topExperts(this.rec, probs.buffer, T, probs.cols, used, ids, weights);
-    return { tokens: T, used, ids, weights };
+    const tiles = this.recorder.buffer((1 + 5 * maxTiles) * 4, "expert tiles");
+    topExperts(this.rec, probs.buffer, T, probs.cols, used, ids, weights, tiles);
+    return { tokens: T, used, ids, weights, tiles, maxTiles };
   }
   routeRows(x: GpuTensor, routes: GpuRoutes): GpuTensor {
     const y = this.tensor([x.rows * routes.used, x.cols], "routed rows");
@@ -255,7 +258,7 @@ export class GpuOps implements Ops<GpuTensor> {
   expertLinear(x: GpuTensor, weight: string, routes: GpuRoutes, rows: number): GpuTensor {
     const w = this.weights.matrix(weight);
     const y = this.tensor([x.rows, rows], weight);
-    expertMatmul(this.rec, x.buffer, routes.ids, w, x.rows, rows, y.buffer);
+    expertMatmul(this.rec, x.buffer, routes.tiles, routes.maxTiles, w, rows, y.buffer);
     return y;
   }
   combineExperts(out: GpuTensor, routes: GpuRoutes): GpuTensor {
