@@ -113,12 +113,14 @@ VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
  *  trick (maddubs(|q|, ±x) + madd), with one instruction per pair and activation row. */
 VNNI_KERNEL void vnni_signed_n(const __m512i *qu, int k, const __m256 d, const xrow_t *x, int NR, int64_t u, __m512 acc[4][4]) {
   const __m512i kb = _mm512_set1_epi8((char)k), zero = _mm512_setzero_si512();
+  __m512 dp[4]; // the pair's d, each over its half
+  for (int p = 0; p < 4; p++) dp[p] = vnni_pair_scale(d, p);
   for (int r = 0; r < NR; r++) {
-    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+    const __m512 dx = _mm512_set1_ps(x[r].dx[u]);
     const __m512i xq = XQ512(r, u);
     const __m512i negk = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, kb, xq)); // −k·Σx per lane
-    for (int p = 0; p < 4; p++)
-      acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
+    for (int p = 0; p < 4; p++) // d·dx lane by lane: the same product as before the permute
+      acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dp[p], dx), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
   }
 }
 
