@@ -108,9 +108,7 @@ static void VF(chunk_widened)(const mm_t *m, int64_t r0, int64_t r1, int ith) {
 
 static void VF(chunk)(void *p, int64_t blk, int ith) {
   const mm_t *m = p;
-  // A prompt: many activation rows per weight row (below 16 rows, e.g. a serve tick's batch, the
-  // extra pass over the weights would cost more than the conversions it saves).
-  if (m->type != T_F32 && m->T >= 16) {
+  if (m->type != T_F32 && m->T > 3) { // a prompt: rows from cache, many activation rows each
     const int64_t r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < m->rows ? r0 + VD_ROWS : m->rows;
     VF(chunk_widened)(m, r0, r1, ith);
     return;
