@@ -69,50 +69,9 @@ typedef void (*vf_fn)(const uint8_t *, size_t, size_t, const float *const *, int
  *  weight row at a time: one memory stream, which the hardware prefetcher follows (rows read
  *  side by side ran at half the bandwidth from memory on Zen 4); on the repacked layout
  *  (m->packed, k_repack) eight rows at a time, still one stream. */
-/** Prompts over F16 / BF16 weights: the chunk's rows widened to F32 once (exact: every half and
- *  bfloat16 is a float), then the F32 kernels for every activation row: the conversions no longer
- *  run once per four activation rows, and the products are the same operations on the same
- *  values in the same order, so the bits are those of the half kernels (batch invariance holds). */
-static void VF(chunk_widened)(const mm_t *m, int64_t r0, int64_t r1, int ith) {
-  const int64_t cols = m->cols, rows = m->rows, n = r1 - r0;
-  float *wf = pool_scratch(ith, 0, (size_t)(n * cols) * sizeof(float));
-  const size_t bs = 16;
-  const int64_t packed_rows = m->packed ? rows / 8 * 8 : 0;
-  for (int64_t r = r0; r < r1; r++) {
-    const int packed = r < packed_rows;
-    const uint8_t *row = packed ? m->w + (r - r % 8) * m->rb + (r % 8) * bs : m->w + r * m->rb;
-    const size_t us = packed ? 8 * bs : bs;
-    float *dst = wf + (r - r0) * cols;
-    int64_t c = 0;
-    for (; c + 8 <= cols; c += 8) _mm256_storeu_ps(dst + c, VF(load8)(m->type, row + (c / 8) * us));
-    for (; c < cols; c++) dst[c] = VF(load1)(m->type, row, c); // unpacked rows only (packed: cols % 8 == 0)
-  }
-  const uint8_t *w = (const uint8_t *)wf;
-  const size_t rs = (size_t)cols * sizeof(float), us = 8 * sizeof(float);
-  int64_t t = 0;
-  for (; t + 4 <= m->T; t += 4) {
-    const float *xs[4] = { m->x + t * cols, m->x + (t + 1) * cols, m->x + (t + 2) * cols, m->x + (t + 3) * cols };
-    float *out = m->out + t * rows + r0;
-    int64_t i = 0;
-    for (; i + VF_NW <= n; i += VF_NW) VF(f32_wide4)(w + i * rs, rs, us, xs, cols, out + i, rows);
-    for (; i < n; i++) VF(f32_one4)(w + i * rs, rs, us, xs, cols, out + i, rows);
-  }
-  for (; t < m->T; t++) {
-    const float *xs[1] = { m->x + t * cols };
-    float *out = m->out + t * rows + r0;
-    int64_t i = 0;
-    for (; i + VF_NW <= n; i += VF_NW) VF(f32_wide1)(w + i * rs, rs, us, xs, cols, out + i, rows);
-    for (; i < n; i++) VF(f32_one1)(w + i * rs, rs, us, xs, cols, out + i, rows);
-  }
-}
-
 static void VF(chunk)(void *p, int64_t blk, int ith) {
+  (void)ith;
   const mm_t *m = p;
-  if (m->type != T_F32 && m->T > 3) { // a prompt: rows from cache, many activation rows each
-    const int64_t r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < m->rows ? r0 + VD_ROWS : m->rows;
-    VF(chunk_widened)(m, r0, r1, ith);
-    return;
-  }
   vf_fn f[5]; // wide×4, one×4, eight×1, one×1, wide×1
   switch (m->type) {
     case T_F32: f[0] = VF(f32_wide4); f[1] = VF(f32_one4); f[2] = VF(f32_eight1); f[3] = VF(f32_one1); f[4] = VF(f32_wide1); break;
