@@ -16,7 +16,10 @@ enum { XQ_Q8_0, XQ_Q8_1, XQ_Q8K }; // how activations are quantized (llama.cpp's
 #define ROW_BLOCK 16 // weight rows decoded together, then multiplied with every activation row
 
 typedef struct { uint8_t *q; int16_t *sc; float *D; float *M; float *f; } wrow_t;
-typedef struct { int8_t *q; float *dx; float *fs; } xrow_t;
+typedef struct {
+  int8_t *q; float *dx; float *fs;
+  const int32_t *nk; // the VNNI signed kernels' −k·Σx lanes per block (vnni_chunk fills it; NULL elsewhere)
+} xrow_t;
 typedef struct {
   const float *x; const uint8_t *w; int type, kind, xscheme; int64_t rows, cols, T; size_t rb;
   float *out; uint8_t *xq; size_t xstride;

@@ -110,15 +110,18 @@ VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
 
 /** Signed weights (Q4_0, Q5_0, Q8_0) for eight rows, as unsigned codes qu = q + k per pair of rows:
  *  vpdpbusd(−k·Σx, qu, x) = Σ (q + k)·x − k·Σx = Σ q·x, exactly the int32 lanes of AVX2's sign
- *  trick (maddubs(|q|, ±x) + madd), with one instruction per pair and activation row. */
-VNNI_KERNEL void vnni_signed_n(const __m512i *qu, int k, const __m256 d, const xrow_t *x, int NR, int64_t u, __m512 acc[4][4]) {
-  const __m512i kb = _mm512_set1_epi8((char)k), zero = _mm512_setzero_si512();
+ *  trick (maddubs(|q|, ±x) + madd), with one instruction per pair and activation row. The −k·Σx
+ *  lanes of each activation block (x[r].nk, vnni_signed_nk) are computed once per chunk, not once
+ *  per eight weight rows. */
+VNNI_KERNEL void vnni_signed_n(const __m512i *qu, const __m256 d, const xrow_t *x, int NR, int64_t u, __m512 acc[4][4]) {
+  __m512 dp[4]; // the pair's d, each over its half
+  for (int p = 0; p < 4; p++) dp[p] = vnni_pair_scale(d, p);
   for (int r = 0; r < NR; r++) {
-    const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+    const __m512 dx = _mm512_set1_ps(x[r].dx[u]);
     const __m512i xq = XQ512(r, u);
-    const __m512i negk = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, kb, xq)); // −k·Σx per lane
-    for (int p = 0; p < 4; p++)
-      acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
+    const __m512i negk = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r].nk + 8 * u)));
+    for (int p = 0; p < 4; p++) // d·dx lane by lane: the same product as before the permute
+      acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dp[p], dx), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
   }
 }
 
@@ -133,7 +136,7 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the nibbles: q + 8
     for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
-    vnni_signed_n(qu, 8, d, x, NR, u, acc);
+    vnni_signed_n(qu, d, x, NR, u, acc);
   }
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
@@ -149,7 +152,7 @@ VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
     for (int p = 0; p < 4; p++)
       qu[p] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2 + 2 * p * rb))),
                                                   _mm256_loadu_si256((const __m256i *)(b + 2 + (2 * p + 1) * rb)), 1), _mm512_set1_epi8((char)0x80));
-    vnni_signed_n(qu, 128, d, x, NR, u, acc);
+    vnni_signed_n(qu, d, x, NR, u, acc);
   }
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
@@ -176,7 +179,7 @@ VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
       const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 6 + 2 * p * rb, b + 6 + (2 * p + 1) * rb), counts), m4);
       qu[p] = _mm512_mask_add_epi8(nib, vnni_qh_pair(b + 2 + 2 * p * rb, rb), nib, k16);
     }
-    vnni_signed_n(qu, 16, d, x, NR, u, acc);
+    vnni_signed_n(qu, d, x, NR, u, acc);
   }
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
@@ -370,19 +373,40 @@ static size_t vnni_block_bytes(int type) {
   }
 }
 
+/** The signed kernels' offset k (their unsigned codes are q + k), 0 for the other types. */
+static int vnni_signed_k(int type) {
+  switch (type) {
+    case T_Q4_0: return 8;
+    case T_Q5_0: return 16;
+    case T_Q8_0: return 128;
+    default: return 0;
+  }
+}
+
+/** x->nk = nk, filled with −k·Σx per 32-bit lane of each block: the correction of vnni_signed_n. */
+static void vnni_signed_nk(xrow_t *x, int64_t nu, int k, int32_t *nk) {
+  const __m256i kb = _mm256_set1_epi8((char)k), zero = _mm256_setzero_si256();
+  for (int64_t u = 0; u < nu; u++)
+    _mm256_storeu_si256((__m256i *)(nk + 8 * u), _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, kb, _mm256_loadu_si256((const __m256i *)(x->q + 32 * u)))));
+  x->nk = nk;
+}
+
 /** vd_chunk with eight weight rows per call; rows past a multiple of eight take the AVX2 kernel.
  *  Repacked weights (m->packed, vnni_repack) hold each group of eight rows block-interleaved: the
  *  kernel then reads one sequential stream. Same bits either way. */
 static void vnni_chunk(void *p, int64_t blk, int ith) {
-  (void)ith;
   const mm_t *m = p;
   const vnni_pair f8 = vnni_for(m->type);
   const vd_pair f1 = vd_for(m->type);
   const size_t bs = vnni_block_bytes(m->type), rs = m->packed ? bs : m->rb, us = m->packed ? 8 * bs : bs;
   const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
+  const int k = vnni_signed_k(m->type);
+  int32_t *nk = k ? pool_scratch(ith, 0, (size_t)(4 * 8 * nu) * sizeof(int32_t)) : NULL;
   int64_t t = 0;
   for (; t + 4 <= m->T; t += 4) {
-    const xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
+    xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
+    if (k)
+      for (int i = 0; i < 4; i++) vnni_signed_nk(&xr[i], nu, k, nk + 8 * nu * i);
     float *out = m->out + t * rows;
     int64_t r = r0;
     for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x4(m->w + r * m->rb, rs, us, xr, nu, out + r, rows);
@@ -393,7 +417,8 @@ static void vnni_chunk(void *p, int64_t blk, int ith) {
     }
   }
   for (; t < m->T; t++) {
-    const xrow_t xr = xrow_at(m, t);
+    xrow_t xr = xrow_at(m, t);
+    if (k) vnni_signed_nk(&xr, nu, k, nk);
     float *out = m->out + t * rows;
     int64_t r = r0;
     for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x1(m->w + r * m->rb, rs, us, &xr, nu, out + r, rows);
