@@ -51,6 +51,9 @@ export class GpuOps implements Ops<GpuTensor> {
     return y;
   }
 
+  linears(x: GpuTensor, weights: readonly string[], biases?: readonly (string | null)[] | null, rows?: readonly [number, number]): GpuTensor[] {
+    return weights.map((w, i) => this.linear(x, w, biases?.[i] ?? null, rows));
+  }
   linear(x: GpuTensor, weight: string, bias?: string | null, rows?: readonly [number, number]): GpuTensor {
     if (rows) throw new ToyError("webgpu: mixture-of-experts layers are not supported on the webgpu backend yet");
     const w = this.weights.matrix(weight);
