@@ -116,7 +116,7 @@ static void claim_chunks(int ith) {
 #include <stdio.h>
 static void print_stats(void) {
   fprintf(stderr, "pool stats: %ld jobs (+%ld serial), caller: between jobs %.3f ms, own chunks %.3f ms, join wait %.3f ms\n",
-          st_jobs, st_serial_jobs, st_between_ns / 1e6, st_own_ns / 1e6, st_join_ns / 1e6, st_join_ns / 1e6);
+          st_jobs, st_serial_jobs, st_between_ns / 1e6, st_own_ns / 1e6, st_join_ns / 1e6);
   for (int i = 0; i < P.n; i++)
     fprintf(stderr, "  thread %d: busy %.3f ms, %ld chunks, joined %ld jobs\n", i, TS[i].busy_ns / 1e6, TS[i].chunks, TS[i].jobs);
 }
