@@ -58,7 +58,8 @@ static int get_f32(napi_env env, napi_value v, float *out, const char *name) {
 #define INT(i, x) int64_t x; if (!get_i64(env, argv[i], &x, #x)) return NULL
 #define FLT(i, x) float x; if (!get_f32(env, argv[i], &x, #x)) return NULL
 #define NEED(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
-#define LOCKED(stmt) do { pthread_mutex_lock(&call_mu); stmt; pthread_mutex_unlock(&call_mu); } while (0)
+// pool_stats_call (pool.c) adds each kernel call's time to TOY_POOL_STATS's report.
+#define LOCKED(stmt) do { pthread_mutex_lock(&call_mu); const long t_ = pool_stats_begin(); stmt; pool_stats_call(t_); pthread_mutex_unlock(&call_mu); } while (0)
 
 // matmul(x, wBytes, type, rows, cols, T, out), and matmulPacked with the same arguments on
 // repack()'s layout of the weight.

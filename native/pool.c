@@ -62,6 +62,7 @@ static scratch_t scratch[MAX_THREADS][SCRATCH_SLOTS];
 static int stats_on;
 typedef struct { _Alignas(64) long busy_ns; long chunks; long jobs; } tstat_t;
 static tstat_t TS[MAX_THREADS];
+static long st_calls, st_calls_ns;
 static long st_jobs, st_serial_jobs, st_between_ns, st_own_ns, st_join_ns, st_last_end, st_first;
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -113,8 +114,12 @@ static void claim_chunks(int ith) {
   if (stats_on) { TS[ith].busy_ns += now_ns() - t0; TS[ith].chunks += taken; TS[ith].jobs++; }
 }
 
+long pool_stats_begin(void) { return stats_on ? now_ns() : 0; }
+void pool_stats_call(long t0) { if (stats_on) { st_calls++; st_calls_ns += now_ns() - t0; } }
+
 #include <stdio.h>
 static void print_stats(void) {
+  fprintf(stderr, "pool stats: %ld kernel calls, %.3f ms inside them (the rest of the caller's time is JavaScript)\n", st_calls, st_calls_ns / 1e6);
   fprintf(stderr, "pool stats: %ld jobs (+%ld serial), caller: between jobs %.3f ms, own chunks %.3f ms, join wait %.3f ms\n",
           st_jobs, st_serial_jobs, st_between_ns / 1e6, st_own_ns / 1e6, st_join_ns / 1e6);
   for (int i = 0; i < P.n; i++)

@@ -31,6 +31,9 @@ void pool_set_threads(int n);
 void pool_for(toy_chunk_fn fn, void *ctx, int64_t nchunks);
 /** Per-thread scratch memory (64-byte aligned, grows, kept between calls). slot < 4. */
 void *pool_scratch(int ith, int slot, size_t bytes);
+/** TOY_POOL_STATS: a kernel call's start (0 when off), and its end (counted in the report). */
+long pool_stats_begin(void);
+void pool_stats_call(long t0);
 
 // --- quantized types (quants.c) ---
 /** Bytes of one row of `cols` values of `type`; 0 when the type is unknown or cols is not a multiple of its block. */
