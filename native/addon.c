@@ -58,7 +58,8 @@ static int get_f32(napi_env env, napi_value v, float *out, const char *name) {
 #define INT(i, x) int64_t x; if (!get_i64(env, argv[i], &x, #x)) return NULL
 #define FLT(i, x) float x; if (!get_f32(env, argv[i], &x, #x)) return NULL
 #define NEED(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
-#define LOCKED(stmt) do { pthread_mutex_lock(&call_mu); stmt; pthread_mutex_unlock(&call_mu); } while (0)
+// pool_stats_call (pool.c) adds each kernel call's time to TOY_POOL_STATS's report.
+#define LOCKED(stmt) do { pthread_mutex_lock(&call_mu); const long t_ = pool_stats_begin(); stmt; pool_stats_call(t_); pthread_mutex_unlock(&call_mu); } while (0)
 
 // matmul(x, wBytes, type, rows, cols, T, out), and matmulPacked with the same arguments on
 // repack()'s layout of the weight.
@@ -76,6 +77,40 @@ static napi_value matmul_call(napi_env env, napi_callback_info info, const char 
 }
 static napi_value js_matmul(napi_env env, napi_callback_info info) { return matmul_call(env, info, "matmul", 0); }
 static napi_value js_matmul_packed(napi_env env, napi_callback_info info) { return matmul_call(env, info, "matmulPacked", 1); }
+
+// matmulMulti(x, cols, T, weights[], desc, outs[]): desc holds [type, rows, packed] per weight.
+// Every product as matmulPacked (or matmul, packed 0) gives it, in one pool job; returns false
+// (nothing computed) when the weights' activations are quantized differently.
+static napi_value js_matmul_multi(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  F32A(0, x); INT(1, cols); INT(2, T); I32A(4, desc);
+  bool isArr;
+  uint32_t nw = 0, no = 0;
+  NEED(napi_is_array(env, argv[3], &isArr) == napi_ok && isArr && napi_get_array_length(env, argv[3], &nw) == napi_ok &&
+       napi_is_array(env, argv[5], &isArr) == napi_ok && isArr && napi_get_array_length(env, argv[5], &no) == napi_ok,
+       "matmulMulti: weights and outs must be arrays");
+  NEED(nw >= 1 && nw <= TOY_MM_MULTI_MAX && no == nw && desc.len >= 3 * (size_t)nw, "matmulMulti: expected 1..%d weights, as many outs and 3 desc values each", TOY_MM_MULTI_MAX);
+  NEED(cols > 0 && T >= 0 && x.len >= (size_t)(T * cols), "matmulMulti: x has %zu values, needs %lld", x.len, (long long)(T * cols));
+  toy_mm_weight_t ws[TOY_MM_MULTI_MAX];
+  const int32_t *d = desc.data;
+  for (uint32_t i = 0; i < nw; i++) {
+    napi_value wv, ov;
+    if (napi_get_element(env, argv[3], i, &wv) != napi_ok || napi_get_element(env, argv[5], i, &ov) != napi_ok) FAIL("matmulMulti: bad element %u", i);
+    arr_t w, out;
+    if (!get_arr(env, wv, napi_uint8_array, &w, "weights[i]") || !get_arr(env, ov, napi_float32_array, &out, "outs[i]")) return NULL;
+    const int64_t type = d[3 * i], rows = d[3 * i + 1];
+    const size_t rb = row_bytes((int)type, cols);
+    NEED(rb, "matmulMulti: weight %u: unsupported type %lld or cols %lld", i, (long long)type, (long long)cols);
+    NEED(rows > 0 && w.len >= rb * (size_t)rows, "matmulMulti: weight %u has %zu bytes, needs %zu", i, w.len, rb * (size_t)(rows > 0 ? rows : 0));
+    NEED(out.len >= (size_t)(T * rows), "matmulMulti: out %u has %zu values, needs %lld", i, out.len, (long long)(T * rows));
+    ws[i] = (toy_mm_weight_t){ w.data, (int)type, d[3 * i + 2] != 0, rows, out.data };
+  }
+  int done;
+  LOCKED(done = k_matmul_multi(x.data, (int)nw, ws, cols, T));
+  napi_value r;
+  napi_get_boolean(env, done != 0, &r);
+  return r;
+}
 
 // The file mappings made by mapFile, so that repack knows which weights' pages it may drop.
 #define MAX_MAPS 256
@@ -577,7 +612,7 @@ NAPI_MODULE_INIT() {
   pthread_once(&once, init_once);
   napi_property_descriptor props[] = {
 #define FN(name, f) { name, NULL, f, NULL, NULL, NULL, napi_default, NULL }
-    FN("matmul", js_matmul), FN("matmulPacked", js_matmul_packed), FN("repack", js_repack), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("layerNorm", js_layer_norm),
+    FN("matmul", js_matmul), FN("matmulPacked", js_matmul_packed), FN("matmulMulti", js_matmul_multi), FN("repack", js_repack), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("layerNorm", js_layer_norm),
     FN("rope", js_rope), FN("attention", js_attention), FN("attentionBatch", js_attention_batch), FN("storeKV", js_kv_store), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
     FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("dequantize", js_dequantize),
     FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),

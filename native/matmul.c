@@ -127,64 +127,118 @@ static void pool_for_runs(toy_chunk_fn fn, void *m, int64_t nblocks) {
   pool_for(run_chunk, &s, (nblocks + s.per - 1) / s.per);
 }
 
-void k_matmul_packed(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out, int packed) {
+// How one weight's product is run: its chunk function, how many chunks, and how they are handed
+// out. k_matmul_packed and k_matmul_multi choose it the same way, so a row's bits never depend on
+// which of them computed it.
+enum { RUN_SERIAL, RUN_RUNS, RUN_CHUNKS };
+typedef struct { mm_t m; toy_chunk_fn fn; int64_t nchunks; int mode; } mm_plan_t;
+
+/** The plan for one weight; m.xq is left for the caller (quantize_x). */
+static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out, int packed) {
   mm_t m = { x, w, type, kind_of(type), xscheme_of(type), rows, cols, T, row_bytes(type, cols), out, NULL, 0, packed };
-  if (T <= 0 || rows <= 0) return;
-#if HAVE_X86
-  const int avx2 = toy_has_avx2;
-  toy_chunk_fn quantize = avx2 ? quantize_chunk_avx2 : quantize_chunk_generic;
-  toy_chunk_fn dot = toy_has_vnni ? matmul_chunk_vnni : avx2 ? matmul_chunk_avx2 : matmul_chunk_generic;
-#else
-  toy_chunk_fn quantize = quantize_chunk_generic, dot = matmul_chunk_generic;
-#endif
-  if (m.kind != KIND_F) { // the activation rows, quantized once
-    const int64_t nu = cols / 32;
-    m.xstride = (cols + 12 * nu + 63) & ~(size_t)63;
-    m.xq = pool_scratch(0, 3, m.xstride * T);
-    if (T * cols < 16384) for (int64_t t = 0; t < T; t++) quantize(&m, t, 0);
-    else pool_for(quantize, &m, T);
-  }
+  p->m = m;
+  const int small = rows * cols * T < 32768;
   // IQ4_NL / IQ4_XS: their own kernels for every T (vecdot_iq4.h)
   if (type == T_IQ4_NL || type == T_IQ4_XS) {
 #if HAVE_X86
-    const toy_chunk_fn iq4 = toy_has_vnni ? iq4_chunk_vnni : avx2 ? iq4_chunk_avx2 : iq4_chunk_generic;
+    p->fn = toy_has_vnni ? iq4_chunk_vnni : toy_has_avx2 ? iq4_chunk_avx2 : iq4_chunk_generic;
 #else
-    const toy_chunk_fn iq4 = iq4_chunk_generic;
+    p->fn = iq4_chunk_generic;
 #endif
-    const int64_t nchunks = (rows + IQ4_ROWS - 1) / IQ4_ROWS;
-    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) iq4(&m, b, 0);
-    else pool_for_runs(iq4, &m, nchunks);
+    p->nchunks = (rows + IQ4_ROWS - 1) / IQ4_ROWS;
+    p->mode = small ? RUN_SERIAL : RUN_RUNS;
     return;
   }
 #if HAVE_X86
+  const int avx2 = toy_has_avx2;
   // Types with fused kernels take them for every T: weight blocks read in place, and each output
   // summed in the same order whatever T (batch invariance), llama.cpp's vec_dot order.
   if (avx2 && vd_for(type).x1) {
-    const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
     // Eight rows read side by side, as the VNNI kernels do, ran at a third of the bandwidth on
     // weights that come from memory (Zen 4, even with software prefetch): decode on the file's
     // row-major layout streams one row at a time (vd_chunk); repacked weights (one stream for
     // eight rows) and prompts (each row reused from cache for many activation rows) take the
     // eight-row VNNI kernels. Same bits either way.
     const int vnni = toy_has_vnni && vnni_for(type).x1;
-    const toy_chunk_fn chunk = vnni && (packed || T > 3) ? vnni_chunk : vd_chunk;
-    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
-    else if (T <= 3) pool_for_runs(chunk, &m, nchunks);
-    else pool_for(chunk, &m, nchunks);
+    p->fn = vnni && (packed || T > 3) ? vnni_chunk : vd_chunk;
+    p->nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
+    p->mode = small ? RUN_SERIAL : T <= 3 ? RUN_RUNS : RUN_CHUNKS;
     return;
   }
-  if (avx2 && m.kind == KIND_F) { // float weights read in place, dotf's order (same bits as below)
-    const int64_t nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
-    const toy_chunk_fn chunk = toy_has_vnni ? vf_chunk_avx512 : vf_chunk_avx2;
-    if (rows * cols * T < 32768) for (int64_t b = 0; b < nchunks; b++) chunk(&m, b, 0);
-    else if (T <= 3) pool_for_runs(chunk, &m, nchunks);
-    else pool_for(chunk, &m, nchunks);
+  if (avx2 && p->m.kind == KIND_F) { // float weights read in place, dotf's order (same bits as below)
+    p->fn = toy_has_vnni ? vf_chunk_avx512 : vf_chunk_avx2;
+    p->nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
+    p->mode = small ? RUN_SERIAL : T <= 3 ? RUN_RUNS : RUN_CHUNKS;
     return;
   }
+  p->fn = toy_has_vnni ? matmul_chunk_vnni : avx2 ? matmul_chunk_avx2 : matmul_chunk_generic;
+#else
+  p->fn = matmul_chunk_generic;
 #endif
-  const int64_t nblocks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
-  if (rows * cols * T < 32768) for (int64_t b = 0; b < nblocks; b++) dot(&m, b, 0);
-  else pool_for(dot, &m, nblocks);
+  p->nchunks = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+  p->mode = small ? RUN_SERIAL : RUN_CHUNKS;
+}
+
+/** The activation rows quantized once into scratch slot 3 (llama.cpp's vec_dot_type of m's
+ *  weight); every plan in plans[0..n) reads them (same scheme and cols). Nothing for float weights. */
+static void quantize_x(mm_plan_t *plans, int n) {
+  mm_t *m = &plans[0].m;
+  if (m->kind == KIND_F) return;
+#if HAVE_X86
+  toy_chunk_fn quantize = toy_has_avx2 ? quantize_chunk_avx2 : quantize_chunk_generic;
+#else
+  toy_chunk_fn quantize = quantize_chunk_generic;
+#endif
+  const int64_t nu = m->cols / 32;
+  m->xstride = (m->cols + 12 * nu + 63) & ~(size_t)63;
+  m->xq = pool_scratch(0, 3, m->xstride * m->T);
+  if (m->T * m->cols < 16384) for (int64_t t = 0; t < m->T; t++) quantize(m, t, 0);
+  else pool_for(quantize, m, m->T);
+  for (int i = 1; i < n; i++) { plans[i].m.xq = m->xq; plans[i].m.xstride = m->xstride; }
+}
+
+void k_matmul_packed(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out, int packed) {
+  if (T <= 0 || rows <= 0) return;
+  mm_plan_t p;
+  mm_plan(&p, x, w, type, rows, cols, T, out, packed);
+  quantize_x(&p, 1);
+  if (p.mode == RUN_SERIAL) for (int64_t b = 0; b < p.nchunks; b++) p.fn(&p.m, b, 0);
+  else if (p.mode == RUN_RUNS) pool_for_runs(p.fn, &p.m, p.nchunks);
+  else pool_for(p.fn, &p.m, p.nchunks);
+}
+
+// Several weights times the same activations as one pool job (a layer's q, k, v projections, or
+// its gate and up): one wake-up and one join instead of one per weight, and the activations
+// quantized once. The job's chunks are each weight's chunks one after the other; each chunk runs
+// the function k_matmul_packed would give it, so every output has the same bits as there.
+typedef struct { mm_plan_t *plans; int n; } multi_t;
+
+static void multi_chunk(void *p, int64_t c, int ith) {
+  const multi_t *j = p;
+  int i = 0;
+  while (c >= j->plans[i].nchunks) c -= j->plans[i++].nchunks;
+  j->plans[i].fn(&j->plans[i].m, c, ith);
+}
+
+int k_matmul_multi(const float *x, int n, const toy_mm_weight_t *ws, int64_t cols, int64_t T) {
+  if (n <= 0 || n > TOY_MM_MULTI_MAX) return 0;
+  if (T <= 0) return 1;
+  mm_plan_t plans[TOY_MM_MULTI_MAX];
+  int64_t total = 0, work = 0;
+  int chunks = 0;
+  for (int i = 0; i < n; i++) {
+    mm_plan(&plans[i], x, ws[i].w, ws[i].type, ws[i].rows, cols, T, ws[i].out, ws[i].packed);
+    if (plans[i].m.xscheme != plans[0].m.xscheme || (plans[i].m.kind == KIND_F) != (plans[0].m.kind == KIND_F)) return 0;
+    total += plans[i].nchunks;
+    work += ws[i].rows * cols * T;
+    chunks += plans[i].mode == RUN_CHUNKS;
+  }
+  quantize_x(plans, n);
+  multi_t j = { plans, n };
+  if (work < 32768) for (int64_t c = 0; c < total; c++) multi_chunk(&j, c, 0);
+  else if (chunks == 0) pool_for_runs(multi_chunk, &j, total); // decode: long runs of rows per thread
+  else pool_for(multi_chunk, &j, total);
+  return 1;
 }
 
 void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out) {

@@ -55,6 +55,15 @@ typedef struct { _Alignas(64) atomic_ullong lohi; } range_t;
 static range_t R[MAX_THREADS];
 
 static scratch_t scratch[MAX_THREADS][SCRATCH_SLOTS];
+
+// TOY_POOL_STATS=1: where a job's wall time goes, printed to stderr at exit (for profiling
+// decode: time between jobs on the caller, its own chunks, its wait for the workers' join, and
+// each thread's busy time and chunk count). Off: one predictable branch per job.
+static int stats_on;
+typedef struct { _Alignas(64) long busy_ns; long chunks; long jobs; } tstat_t;
+static tstat_t TS[MAX_THREADS];
+static long st_calls, st_calls_ns;
+static long st_jobs, st_serial_jobs, st_between_ns, st_own_ns, st_join_ns, st_last_end, st_first;
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static inline void cpu_relax(void) {
@@ -95,11 +104,26 @@ static void claim_chunks(int ith) {
   const toy_chunk_fn fn = P.fn;
   void *const ctx = P.ctx;
   const int n = P.n;
-  for (int64_t c; (c = take_front(&R[ith])) >= 0;) fn(ctx, c, ith);
+  const long t0 = stats_on ? now_ns() : 0;
+  long taken = 0;
+  for (int64_t c; (c = take_front(&R[ith])) >= 0; taken++) fn(ctx, c, ith);
   for (int k = 1; k < n; k++) {
     range_t *r = &R[(ith + k) % n];
-    for (int64_t c; (c = take_back(r)) >= 0;) fn(ctx, c, ith);
+    for (int64_t c; (c = take_back(r)) >= 0; taken++) fn(ctx, c, ith);
   }
+  if (stats_on) { TS[ith].busy_ns += now_ns() - t0; TS[ith].chunks += taken; TS[ith].jobs++; }
+}
+
+long pool_stats_begin(void) { return stats_on ? now_ns() : 0; }
+void pool_stats_call(long t0) { if (stats_on) { st_calls++; st_calls_ns += now_ns() - t0; } }
+
+#include <stdio.h>
+static void print_stats(void) {
+  fprintf(stderr, "pool stats: %ld kernel calls, %.3f ms inside them (the rest of the caller's time is JavaScript)\n", st_calls, st_calls_ns / 1e6);
+  fprintf(stderr, "pool stats: %ld jobs (+%ld serial), caller: between jobs %.3f ms, own chunks %.3f ms, join wait %.3f ms\n",
+          st_jobs, st_serial_jobs, st_between_ns / 1e6, st_own_ns / 1e6, st_join_ns / 1e6);
+  for (int i = 0; i < P.n; i++)
+    fprintf(stderr, "  thread %d: busy %.3f ms, %ld chunks, joined %ld jobs\n", i, TS[i].busy_ns / 1e6, TS[i].chunks, TS[i].jobs);
 }
 
 static void *worker(void *arg) {
@@ -167,6 +191,8 @@ static void start_workers(int n) {
 void pool_init(int nthreads) {
   const char *s = getenv("TOY_SPIN_US");
   P.spin_ns = (s ? atol(s) : 2000) * 1000L;
+  const char *st = getenv("TOY_POOL_STATS");
+  if (st && *st && *st != '0') { stats_on = 1; atexit(print_stats); }
   start_workers(nthreads);
 }
 
@@ -182,8 +208,10 @@ void pool_set_threads(int n) {
 void pool_for(toy_chunk_fn fn, void *ctx, int64_t nchunks) {
   if (nchunks <= 0) return;
   pthread_mutex_lock(&run_mu);
+  const long t_in = stats_on ? now_ns() : 0;
   if (P.n <= 1 || nchunks == 1 || nchunks > UINT32_MAX) { // (ranges hold 32-bit chunk numbers)
     for (int64_t c = 0; c < nchunks; c++) fn(ctx, c, 0);
+    if (stats_on) { st_serial_jobs++; const long t = now_ns(); TS[0].busy_ns += t - t_in; if (st_first) st_between_ns += t_in - st_last_end; st_first = 1; st_last_end = t; }
     pthread_mutex_unlock(&run_mu);
     return;
   }
@@ -203,10 +231,17 @@ void pool_for(toy_chunk_fn fn, void *ctx, int64_t nchunks) {
     pthread_mutex_unlock(&P.mu);
   }
   claim_chunks(0);
+  const long t_own = stats_on ? now_ns() : 0;
   const int joined = (int)(atomic_fetch_or(&P.state, CLOSED) & (CLOSED - 1));
   for (int i = 1; atomic_load_explicit(&P.done, memory_order_acquire) < joined; i++) {
     cpu_relax();
     if ((i & 1023) == 0) sched_yield(); // a joined worker lost its core mid-chunk
+  }
+  if (stats_on) {
+    const long t = now_ns();
+    st_jobs++; st_own_ns += t_own - t_in; st_join_ns += t - t_own;
+    if (st_first) st_between_ns += t_in - st_last_end;
+    st_first = 1; st_last_end = t;
   }
   pthread_mutex_unlock(&run_mu);
 }

@@ -31,6 +31,9 @@ void pool_set_threads(int n);
 void pool_for(toy_chunk_fn fn, void *ctx, int64_t nchunks);
 /** Per-thread scratch memory (64-byte aligned, grows, kept between calls). slot < 4. */
 void *pool_scratch(int ith, int slot, size_t bytes);
+/** TOY_POOL_STATS: a kernel call's start (0 when off), and its end (counted in the report). */
+long pool_stats_begin(void);
+void pool_stats_call(long t0);
 
 // --- quantized types (quants.c) ---
 /** Bytes of one row of `cols` values of `type`; 0 when the type is unknown or cols is not a multiple of its block. */
@@ -42,6 +45,12 @@ void dequantize_row(int type, const void *row, float *out, int64_t cols);
 void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out);
 /** k_matmul on weights in k_repack's layout when packed is 1 (same results). */
 void k_matmul_packed(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out, int packed);
+/** One weight of k_matmul_multi: rows × cols as stored (packed: k_repack's layout), out [T, rows]. */
+typedef struct { const uint8_t *w; int type; int packed; int64_t rows; float *out; } toy_mm_weight_t;
+#define TOY_MM_MULTI_MAX 4
+/** k_matmul_packed of the same x [T, cols] with each of n weights, as one pool job (same results).
+ *  Returns 0 (nothing computed) when their activations are quantized differently; call each alone. */
+int k_matmul_multi(const float *x, int n, const toy_mm_weight_t *ws, int64_t cols, int64_t T);
 /** Writes w (rows × row_bytes) in the layout the widest kernels stream best to dst (same size);
  *  returns 0 and writes nothing when this CPU and type have none. */
 int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *dst);

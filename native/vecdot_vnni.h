@@ -125,6 +125,16 @@ VNNI_KERNEL void vnni_signed_n(const __m512i *qu, const __m256 d, const xrow_t *
   }
 }
 
+/** The eight rows' Q4_0 scales d when their blocks sit side by side (k_repack's layout: 18 bytes
+ *  apart, d first), as floats: two 64-byte loads (inside the group's 144-byte block) and one word
+ *  permute, where vnni_heads takes eight scalar loads and three shuffles. The same halves, so the
+ *  same floats. */
+static inline __m256 vnni_q4_0_scales_packed(const uint8_t *b) {
+  static const uint16_t idx[32] __attribute__((aligned(64))) = { 0, 9, 18, 27, 36, 45, 54, 63 };
+  const __m512i w = _mm512_permutex2var_epi16(_mm512_loadu_si512(b), _mm512_load_si512(idx), _mm512_loadu_si512(b + 64));
+  return _mm256_cvtph_ps(_mm512_castsi512_si128(w));
+}
+
 /** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
 VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -133,7 +143,7 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
-    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
+    const __m256 d = rb == 18 ? vnni_q4_0_scales_packed(b) : _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the nibbles: q + 8
     for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
     vnni_signed_n(qu, d, x, NR, u, acc);

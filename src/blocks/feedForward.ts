@@ -26,8 +26,7 @@ export function feedForward<X extends Value>(ops: Ops<X>, x: X, n: FeedForwardNa
     const b = (l: LayerNames) => (bias ? l.bias : null);
     return ops.linear(ops.gelu(ops.linear(x, n.up.weight, b(n.up))), n.down.weight, b(n.down)); // [T, d]
   }
-  const gate = ops.linear(x, n.gate.weight, null, rows?.gateUp);     // [T, ffn]
-  const up = ops.linear(x, n.up.weight, null, rows?.gateUp);         // [T, ffn]
+  const [gate, up] = ops.linears(x, [n.gate.weight, n.up.weight], null, rows?.gateUp); // [T, ffn] each
   const h = kind === "swiglu" ? ops.swiglu(gate, up) : ops.geglu(gate, up); // [T, ffn]
   return ops.linear(h, n.down.weight, null, rows?.down);              // [T, d]
 }

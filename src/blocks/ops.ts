@@ -55,6 +55,9 @@ export interface Ops<X extends Value> {
   embedding(table: string, ids: Int32Array): X;
   /** x Wᵀ + b: x [N, in], W [out, in] → [N, out]; `rows`: only rows [from, to) of W (an expert). */
   linear(x: X, weight: string, bias?: string | null, rows?: readonly [number, number]): X;
+  /** linear of the same x with each weight (biases[i]: weight i's bias): one result each. The cpu
+   *  backend runs them as one job (a layer's q, k, v, or gate and up), with the same results. */
+  linears(x: X, weights: readonly string[], biases?: readonly (string | null)[] | null, rows?: readonly [number, number]): X[];
   /** A stored tensor itself as a value [rows, dims[0]] (a class token, a table). */
   param(name: string): X;
   /** Data from outside the model (image patches) as a value. */

@@ -35,9 +35,8 @@ export function selfAttention<X extends Value>(ops: Ops<X>, x: X, n: BlockNames,
     const qkv = ops.linear(x, n.attnQKV.weight, bias(n.attnQKV.bias));  // [T, (H + 2·KV)·D]
     [q, k, v] = [ops.sliceCols(qkv, 0, H * D), ops.sliceCols(qkv, H * D, (H + KV) * D), ops.sliceCols(qkv, (H + KV) * D, (H + 2 * KV) * D)];
   } else {
-    q = ops.linear(x, n.attnQ.weight, bias(n.attnQ.bias));             // [T, H·D]
-    k = ops.linear(x, n.attnK.weight, bias(n.attnK.bias));             // [T, KV·D]
-    v = ops.linear(x, n.attnV.weight, bias(n.attnV.bias));             // [T, KV·D]
+    // q [T, H·D], k and v [T, KV·D]
+    [q, k, v] = ops.linears(x, [n.attnQ.weight, n.attnK.weight, n.attnV.weight], [bias(n.attnQ.bias), bias(n.attnK.bias), bias(n.attnV.bias)]);
   }
   if (c.qkNorm) {
     const perHead = c.qkNorm === "head";

@@ -1,4 +1,4 @@
-export { matmul } from "./matmul.js";
+export { matmul, matmulMany } from "./matmul.js";
 export { embedding } from "./embedding.js";
 export { rmsNorm, layerNorm } from "./norm.js";
 export { rope, ropeInvFreq, type RopeConfig } from "./rope.js";

@@ -76,6 +76,15 @@ function cpuKernels(a: NativeAddon): Kernels {
       if (p) a.matmulPacked(x, p, w.type, w.rows, w.cols, T, out);
       else a.matmul(x, w.bytes, w.type, w.rows, w.cols, T, out);
     },
+    matmulMany: (x, ws, T, outs) => {
+      const desc = new Int32Array(ws.length * 3);
+      const bytes = ws.map((w, i) => {
+        const p = packedOf(w);
+        desc[3 * i] = w.type; desc[3 * i + 1] = w.rows; desc[3 * i + 2] = p ? 1 : 0;
+        return p ?? w.bytes;
+      });
+      return a.matmulMulti(x, ws[0].cols, T, bytes, desc, outs);
+    },
     getRows: (w, ids, out) => a.getRows(w.bytes, w.type, w.rows, w.cols, ids, out),
     rmsNorm: (x, weight, rows, n, eps, out) => a.rmsNorm(x, weight, rows, n, eps, out),
     layerNorm: (x, weight, bias, rows, n, eps, out) => a.layerNorm(x, weight, bias, rows, n, eps, out),

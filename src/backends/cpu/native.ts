@@ -4,6 +4,12 @@ export interface NativeAddon {
   matmul(x: Float32Array, w: Uint8Array, type: number, rows: number, cols: number, T: number, out: Float32Array): void;
   /** matmul on the bytes repack() returned (same results). */
   matmulPacked(x: Float32Array, packed: Uint8Array, type: number, rows: number, cols: number, T: number, out: Float32Array): void;
+  /**
+   * matmul (packed 1: matmulPacked) of the same x [T, cols] with each weight, one pool job: desc
+   * holds [type, rows, packed] per weight. False (nothing computed) when their activations are
+   * quantized differently.
+   */
+  matmulMulti(x: Float32Array, cols: number, T: number, weights: Uint8Array[], desc: Int32Array, outs: readonly Float32Array[]): boolean;
   /** The weight in the layout this CPU's widest kernels stream best, or undefined when there is none. */
   repack(w: Uint8Array, type: number, rows: number, cols: number): Uint8Array | undefined;
   getRows(w: Uint8Array, type: number, rows: number, cols: number, ids: Int32Array, out: Float32Array): void;
