@@ -13,6 +13,12 @@
 // A request's answer does not depend on the others in the batch: each has its own cache and
 // its own seeded sampler, and the kernels compute every row the same way whatever the rows
 // around it (docs/serve.md, "Answers independent of load").
+//
+// Prompts that start alike are read once: a request about to read its prompt first takes the
+// longest start of it that any slot's cache holds (its own slot's, kept from its last request,
+// or a copy of another slot's rows: bit for bit what reading those tokens would write, for the
+// same reason), and a request whose next tokens an earlier one is reading in this tick waits for
+// them to be copied in the next tick instead of computing them too.
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
@@ -42,8 +48,11 @@ export interface JobResult {
   tokens: number[];
   finishReason: FinishReason;
   promptTokens: number;
-  /** Prompt tokens found already in the slot's cache (a shared start with its last request). */
+  /** Prompt tokens not computed: found in the slot's cache (a shared start with its last
+   *  request) or copied from another slot's. */
   cachedTokens: number;
+  /** Of those, the tokens copied from another slot's cache. */
+  sharedTokens: number;
   promptMs: number;
   generateMs: number;
 }
@@ -88,6 +97,7 @@ interface Active {
   /** Prompt positions already in the cache. */
   read: number;
   cachedTokens: number;
+  sharedTokens: number;
   generation?: Generation;
   t0: number;
   t1: number;
@@ -130,6 +140,12 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
   let n = 0;
   while (n < a.length && n < b.length && a[n] === b[n]) n++;
   return n;
+}
+
+/** The prompt positions a cache holding `ids` spares: its shared start, less the last prompt
+ *  token (always read again: its logits give the first token). */
+function reusable(ids: readonly number[], prompt: readonly number[]): number {
+  return Math.min(commonPrefix(ids, prompt), prompt.length - 1);
 }
 
 export class Scheduler {
@@ -242,39 +258,65 @@ export class Scheduler {
     for (const w of this.idleWaiters.splice(0)) w();
   }
 
-  /** Give waiting jobs the idle slots: the one whose cache already holds most of the prompt. */
+  /**
+   * Give waiting jobs the idle slots. Any slot's cache can lend a job its prompt's start (a
+   * copy), so the choice is about what the slot loses: the idle slot that drops the fewest of
+   * the positions it holds (an empty one, or the one whose cache the prompt continues: a chat's
+   * next turn), then the one that holds most of the prompt itself (nothing to copy).
+   */
   private fill(): void {
     while (this.queue.length > 0) {
       const idle = this.slots.filter((s) => !s.active);
       if (idle.length === 0) break;
       const w = this.queue.shift()!;
       w.job.signal.removeEventListener("abort", w.onAbort);
-      let best = idle[0], bestShared = -1;
-      for (const s of idle) {
-        const shared = commonPrefix(s.cachedIds, w.job.prompt);
-        if (shared > bestShared) { best = s; bestShared = shared; }
+      const prompt = w.job.prompt;
+      let best = idle[0], bestOwn = reusable(best.cachedIds, prompt);
+      for (const s of idle.slice(1)) {
+        const own = reusable(s.cachedIds, prompt);
+        const lost = s.cachedIds.length - own, bestLost = best.cachedIds.length - bestOwn;
+        if (lost < bestLost || (lost === bestLost && own > bestOwn)) { best = s; bestOwn = own; }
       }
-      this.start(best, w, bestShared);
+      this.start(best, w, bestOwn);
     }
     this.schedule();
   }
 
-  private start(slot: Slot, w: Waiting, shared: number): void {
-    const prompt = w.job.prompt;
+  private start(slot: Slot, w: Waiting, own: number): void {
     slot.cache ??= this.model.newCache(this.opts.contextSize);
-    // Keep the shared start; always read at least the last prompt token again (its logits are needed).
-    // A sliding-window layer may no longer hold what continuing from `keep` needs: truncate says
+    // Keep the shared start (never the last prompt token: its logits are needed). A
+    // sliding-window layer may no longer hold what continuing from there needs: truncate says
     // how much is kept (0: read the prompt again from the start).
-    const keep = slot.cache.truncate(Math.min(shared, prompt.length - 1));
+    const keep = slot.cache.truncate(own);
     slot.cachedIds.length = keep;
     const active: Active = {
-      job: w.job, resolve: w.resolve, reject: w.reject, order: this.admitted++, read: keep, cachedTokens: keep,
+      job: w.job, resolve: w.resolve, reject: w.reject, order: this.admitted++, read: keep, cachedTokens: keep, sharedTokens: 0,
       t0: performance.now(), t1: 0,
       // In flight: the next tick sees the aborted signal and ends it (plan()).
       onAbort: () => { if (!slot.inFlight) this.release(slot, "aborted"); },
     };
     slot.active = active;
     w.job.signal.addEventListener("abort", active.onAbort, { once: true });
+    this.share(slot, active); // now, before the slot lending it is given to another job
+  }
+
+  /**
+   * Copy into the slot's cache the longest start of its prompt that another slot's cache holds
+   * beyond what it read already (busy or idle, its positions written by forwards already run or
+   * submitted; the copy is bit for bit what reading them would write).
+   */
+  private share(slot: Slot, a: Active): void {
+    const prompt = a.job.prompt;
+    let from: Slot | undefined, n = a.read;
+    for (const d of this.slots) {
+      const m = d === slot || !d.cache ? 0 : reusable(d.cachedIds, prompt);
+      if (m > n) { from = d; n = m; }
+    }
+    if (!from || !slot.cache!.copyPrefix(from.cache!, n)) return;
+    a.cachedTokens += n - a.read;
+    a.sharedTokens += n - a.read;
+    a.read = n;
+    slot.cachedIds = prompt.slice(0, n);
   }
 
   private schedule(): void {
@@ -351,14 +393,30 @@ export class Scheduler {
     // Prompts first come, first served: the earliest gets its first token soonest.
     let budget = Math.max(1, this.batchTokens - rows.length);
     reading.sort((x, y) => x.a.order - y.a.order);
+    /** The prompt rows read in this tick: positions [0, end) of `prompt` once it is back. */
+    const readNow: { prompt: readonly number[]; end: number }[] = [];
     for (const { slot, a } of reading) {
       if (budget === 0) break;
       if (slot.active !== a) continue; // ended above (a failed forward releases every row)
+      this.share(slot, a); // another slot read more of this prompt since it started
+      if (readNow.some((r) => this.worthWaiting(a, r))) continue;
       const n = Math.min(budget, a.job.prompt.length - a.read);
       rows.push({ slot, a, ids: a.job.prompt.slice(a.read, a.read + n), decode: false });
+      readNow.push({ prompt: a.job.prompt, end: a.read + n });
       budget -= n;
     }
     return rows;
+  }
+
+  /**
+   * Whether a request should wait a tick for an earlier one's prompt rows (read in this tick) and
+   * copy them then, rather than compute them too: when they are at least half of what it has
+   * left to read. Then 16 requests with one uncached prompt read it once, and next tick each
+   * reads only its last token; a prompt that only starts alike (a few tokens) does not wait.
+   */
+  private worthWaiting(a: Active, earlier: { prompt: readonly number[]; end: number }): boolean {
+    const gain = Math.min(reusable(earlier.prompt, a.job.prompt), earlier.end) - a.read;
+    return gain > 0 && 2 * gain >= a.job.prompt.length - a.read;
   }
 
   /** Hand a row's logits to its request: the next token's distribution, or the prompt read on. */
@@ -408,7 +466,7 @@ export class Scheduler {
     const now = performance.now();
     if (reason === "aborted") this.aborted++; else this.completed++;
     a.resolve({
-      tokens: g ? g.tokens : [], finishReason: reason, promptTokens: a.job.prompt.length, cachedTokens: a.cachedTokens,
+      tokens: g ? g.tokens : [], finishReason: reason, promptTokens: a.job.prompt.length, cachedTokens: a.cachedTokens, sharedTokens: a.sharedTokens,
       promptMs: (a.t1 || now) - a.t0, generateMs: a.t1 ? now - a.t1 : 0,
     });
     this.fill();
@@ -424,6 +482,6 @@ export class Scheduler {
   }
 
   private abortedResult(job: Job): JobResult {
-    return { tokens: [], finishReason: "aborted", promptTokens: job.prompt.length, cachedTokens: 0, promptMs: 0, generateMs: 0 };
+    return { tokens: [], finishReason: "aborted", promptTokens: job.prompt.length, cachedTokens: 0, sharedTokens: 0, promptMs: 0, generateMs: 0 };
   }
 }
