@@ -172,4 +172,24 @@ describe("Scheduler", { skip: fx.skip }, () => {
     const solo = await alone(m, P, 5);
     for (const [i, r] of runs.entries()) assert.deepEqual(r, solo, `request ${i}`);
   });
+
+  test("a token's writes (Node's HTTP responses flush them on process.nextTick) run before the forward that follows it", async () => {
+    const m = model();
+    const emitted: number[] = [], flushed: number[] = [];
+    let checked = 0;
+    const spy: LanguageModel = Object.create(m);
+    spy.forwardBatch = (seqs) => {
+      assert.deepEqual(flushed, emitted, "every token emitted so far has left");
+      checked++;
+      return m.forwardBatch(seqs);
+    };
+    const s = new Scheduler(spy, { parallel: 2, queueSize: 2, contextSize: 64 });
+    const j = (prompt: number[]): Job => ({
+      ...job(prompt, 6),
+      onToken: (id) => { emitted.push(id); process.nextTick(() => flushed.push(id)); },
+    });
+    await Promise.all([s.submit(j([1, 9, 8])), s.submit(j([1, 30, 31, 32]))]);
+    assert.equal(emitted.length, 12);
+    assert.ok(checked >= 6);
+  });
 });

@@ -110,7 +110,7 @@ interface Slot {
   /** What the cache holds, position by position. */
   cachedIds: number[];
   active?: Active;
-  /** Its rows are in an asynchronous forward not yet back: its cache must not change. */
+  /** Its rows are in a forward not yet back (or about to run): its cache must not change. */
   inFlight?: boolean;
 }
 
@@ -335,23 +335,36 @@ export class Scheduler {
     this.arrivalTurns = 0;
     // `ticking` stays set until the forward is back, so no second tick starts meanwhile.
     const rows = this.plan();
+    if (rows.length === 0) return this.endTick();
     const batch = rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! }));
-    if (rows.length > 0 && this.model.forwardBatchAsync) {
-      for (const r of rows) r.slot.inFlight = true;
+    // The rows' caches must not change (a slot given to another job) until the forward is back.
+    for (const r of rows) r.slot.inFlight = true;
+    if (this.model.forwardBatchAsync) {
       this.model.forwardBatchAsync(batch).then(
         (logits) => { this.land(rows); this.advanceAll(rows, logits.data); },
         (e) => { this.land(rows); this.failAll(rows, e); },
       ).finally(() => this.endTick());
       return;
     }
-    if (rows.length > 0) {
+    // plan() handed this tick's tokens to their clients, but Node's HTTP responses hold their
+    // writes until process.nextTick (they cork the socket to send a chunk's pieces together): a
+    // forward run now would keep every token in its socket until the forward ends. Run it after
+    // those writes, so a token leaves before the forward that follows it.
+    process.nextTick(() => {
+      let logits: Float32Array | undefined, error: unknown;
       try {
-        this.advanceAll(rows, this.model.forwardBatch(batch).data);
+        logits = this.model.forwardBatch(batch).data;
+      } catch (e) {
+        error = e;
+      }
+      this.land(rows);
+      try {
+        if (logits) this.advanceAll(rows, logits); else this.failAll(rows, error);
       } catch (e) {
         this.failAll(rows, e);
       }
-    }
-    this.endTick();
+      this.endTick();
+    });
   }
 
   private endTick(): void {
