@@ -159,7 +159,21 @@ describe("Scheduler", { skip: fx.skip }, () => {
     });
   }
 
-  test("16 requests with one prompt no slot holds: one reads it, the others copy it a tick later and read only its last token", async () => {
+  test("a slot that holds exactly the prompt (its request read it and ended) lends it whole with its logits: nothing is read", async () => {
+    const m = model();
+    const { spy, rowsOf } = recording(m);
+    const s = new Scheduler(spy, { parallel: 2, queueSize: 2, contextSize: 256 });
+    const P = promptOf(25, 4);
+    await s.submit(job(P, 1)); // one token: it is never fed back, the slot holds P
+    const run = { tokens: [] as number[], logprobs: [] as TokenLogprob[] };
+    const r = await s.submit(job(P, 12, run.tokens, SAMPLED, run.logprobs));
+    const [, second] = [...rowsOf.entries()];
+    assert.equal(second[1], 11, "only decode rows: a row per token but the last");
+    assert.deepEqual([r.cachedTokens, r.sharedTokens], [25, 25]);
+    assert.deepEqual(run, await alone(m, P, 12));
+  });
+
+  test("16 requests with one prompt no slot holds: one reads it, the others copy it and its logits a tick later and read nothing", async () => {
     const m = model();
     const { spy, batches } = recording(m);
     const s = new Scheduler(spy, { parallel: 16, queueSize: 16, contextSize: 256, batchTokens: 64 });
@@ -167,8 +181,9 @@ describe("Scheduler", { skip: fx.skip }, () => {
     const runs = Array.from({ length: 16 }, () => ({ tokens: [] as number[], logprobs: [] as TokenLogprob[] }));
     const results = await Promise.all(runs.map((r) => s.submit(job(P, 5, r.tokens, SAMPLED, r.logprobs))));
     assert.deepEqual(batches[0], [20], "the first request reads the prompt; the others wait for it");
-    assert.deepEqual(batches[1], Array(16).fill(1), "its first decode row, then each other request's last prompt token");
-    assert.deepEqual(results.map((r) => r.sharedTokens), [0, ...Array(15).fill(19)]);
+    assert.deepEqual(batches[1], Array(16).fill(1), "then all 16 generate: a decode row each");
+    assert.deepEqual(results.map((r) => r.sharedTokens), [0, ...Array(15).fill(20)]);
+    assert.equal(batches.flat().reduce((x, y) => x + y, 0), 20 + 16 * 4, "the prompt once, and 4 decode rows each");
     const solo = await alone(m, P, 5);
     for (const [i, r] of runs.entries()) assert.deepEqual(r, solo, `request ${i}`);
   });

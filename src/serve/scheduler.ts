@@ -17,7 +17,8 @@
 // Prompts that start alike are read once: a request about to read its prompt first takes the
 // longest start of it that any slot's cache holds (its own slot's, kept from its last request,
 // or a copy of another slot's rows: bit for bit what reading those tokens would write, for the
-// same reason), and a request whose next tokens an earlier one is reading in this tick waits for
+// same reason), the whole prompt with its first token's logits when a slot has just read the
+// same prompt; and a request whose next tokens an earlier one is reading in this tick waits for
 // them to be copied in the next tick instead of computing them too.
 
 import type { LanguageModel } from "../archs/model.js";
@@ -110,6 +111,8 @@ interface Slot {
   /** What the cache holds, position by position. */
   cachedIds: number[];
   active?: Active;
+  /** Idle: the logits that follow the last position of cachedIds, when its request generated. */
+  logits?: Float32Array;
   /** Its rows are in a forward not yet back (or about to run): its cache must not change. */
   inFlight?: boolean;
 }
@@ -296,6 +299,7 @@ export class Scheduler {
       onAbort: () => { if (!slot.inFlight) this.release(slot, "aborted"); },
     };
     slot.active = active;
+    slot.logits = undefined;
     w.job.signal.addEventListener("abort", active.onAbort, { once: true });
     this.share(slot, active); // now, before the slot lending it is given to another job
   }
@@ -303,20 +307,34 @@ export class Scheduler {
   /**
    * Copy into the slot's cache the longest start of its prompt that another slot's cache holds
    * beyond what it read already (busy or idle, its positions written by forwards already run or
-   * submitted; the copy is bit for bit what reading them would write).
+   * submitted; the copy is bit for bit what reading them would write). A slot that holds exactly
+   * this prompt and the logits that follow it (its request has read the prompt and not yet fed
+   * a token back, or ended so) lends the whole prompt and a copy of those logits: the request
+   * then generates without reading a row.
    */
   private share(slot: Slot, a: Active): void {
     const prompt = a.job.prompt;
-    let from: Slot | undefined, n = a.read;
+    let from: Slot | undefined, n = a.read, logits: Float32Array | undefined;
     for (const d of this.slots) {
-      const m = d === slot || !d.cache ? 0 : reusable(d.cachedIds, prompt);
-      if (m > n) { from = d; n = m; }
+      if (d === slot || !d.cache) continue;
+      const after = d.cachedIds.length === prompt.length ? this.logitsAfter(d) : undefined;
+      const whole = after !== undefined && commonPrefix(d.cachedIds, prompt) === prompt.length;
+      const m = whole ? prompt.length : reusable(d.cachedIds, prompt);
+      if (m > n) { from = d; n = m; logits = whole ? after : undefined; }
     }
     if (!from || !slot.cache!.copyPrefix(from.cache!, n)) return;
     a.cachedTokens += n - a.read;
     a.sharedTokens += n - a.read;
     a.read = n;
     slot.cachedIds = prompt.slice(0, n);
+    if (logits) this.begin(slot, a, logits.slice());
+  }
+
+  /** The logits that follow a slot's cachedIds, when it has them. */
+  private logitsAfter(d: Slot): Float32Array | undefined {
+    if (!d.active) return d.logits;
+    const g = d.active.generation;
+    return g && g.cachedIds === d.cachedIds ? g.currentLogits : undefined;
   }
 
   private schedule(): void {
@@ -390,6 +408,8 @@ export class Scheduler {
   private plan(): Row[] {
     const rows: Row[] = [];
     const reading: { slot: Slot; a: Active }[] = [];
+    // What other slots read since a request started (the whole prompt: it generates from here).
+    for (const slot of this.slots) if (slot.active && !slot.active.generation && !slot.active.job.signal.aborted) this.share(slot, slot.active);
     for (const slot of this.slots) {
       const a = slot.active;
       if (!a) continue;
@@ -411,7 +431,6 @@ export class Scheduler {
     for (const { slot, a } of reading) {
       if (budget === 0) break;
       if (slot.active !== a) continue; // ended above (a failed forward releases every row)
-      this.share(slot, a); // another slot read more of this prompt since it started
       if (readNow.some((r) => this.worthWaiting(a, r))) continue;
       const n = Math.min(budget, a.job.prompt.length - a.read);
       rows.push({ slot, a, ids: a.job.prompt.slice(a.read, a.read + n), decode: false });
@@ -424,12 +443,15 @@ export class Scheduler {
   /**
    * Whether a request should wait a tick for an earlier one's prompt rows (read in this tick) and
    * copy them then, rather than compute them too: when they are at least half of what it has
-   * left to read. Then 16 requests with one uncached prompt read it once, and next tick each
-   * reads only its last token; a prompt that only starts alike (a few tokens) does not wait.
+   * left to read, or all of it (the same prompt, whose last row the earlier one reads now: its
+   * logits come with the copy). Then 16 requests with one prompt read it once, and all start
+   * generating in the next tick; a prompt that only starts alike (a few tokens) does not wait.
    */
   private worthWaiting(a: Active, earlier: { prompt: readonly number[]; end: number }): boolean {
-    const gain = Math.min(reusable(earlier.prompt, a.job.prompt), earlier.end) - a.read;
-    return gain > 0 && 2 * gain >= a.job.prompt.length - a.read;
+    const prompt = a.job.prompt;
+    const whole = earlier.end === prompt.length && earlier.prompt.length === prompt.length && commonPrefix(earlier.prompt, prompt) === prompt.length;
+    const gain = (whole ? prompt.length : Math.min(reusable(earlier.prompt, prompt), earlier.end)) - a.read;
+    return gain > 0 && 2 * gain >= prompt.length - a.read;
   }
 
   /** Hand a row's logits to its request: the next token's distribution, or the prompt read on. */
@@ -443,7 +465,11 @@ export class Scheduler {
     a.read += r.ids.length;
     slot.cachedIds.push(...r.ids);
     if (a.read < a.job.prompt.length) return;
-    // The whole prompt is in the cache; its last row's logits give the first token.
+    this.begin(slot, a, logits); // the whole prompt is in the cache; its last row's logits give the first token
+  }
+
+  /** The whole prompt is in the slot's cache, `logits` the row that follows it: start generating. */
+  private begin(slot: Slot, a: Active, logits: Float32Array): void {
     const job = a.job;
     try {
       const g: Generation = new Generation(this.model, job.prompt, {
@@ -476,6 +502,7 @@ export class Scheduler {
     const g = a.generation;
     if (g) slot.cachedIds = g.cachedIds;
     else slot.cachedIds.length = slot.cache!.length; // stopped while reading the prompt
+    slot.logits = g?.currentLogits;
     const now = performance.now();
     if (reason === "aborted") this.aborted++; else this.completed++;
     a.resolve({
@@ -491,6 +518,7 @@ export class Scheduler {
     if (a) a.job.signal.removeEventListener("abort", a.onAbort);
     slot.active = undefined;
     slot.cachedIds = [];
+    slot.logits = undefined;
     slot.cache?.truncate(0);
   }
 
