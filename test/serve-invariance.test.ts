@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type OpenAI from "openai";
 import { cpuBackend } from "../src/backends/index.js";
 import { fixtures } from "./helpers/fixtures.js";
-import { serve, type Served } from "./helpers/serve.js";
+import { metricValue, serve, type Served } from "./helpers/serve.js";
 import { webgpu } from "./helpers/webgpu.js";
 
 const fx = fixtures();
@@ -109,6 +109,9 @@ for (const name of backends) {
           assert.deepEqual(together[i], solo[i], `round ${round + 1}: client ${i} (${JSON.stringify(request(i).body).slice(0, 120)}) differs from its solo answer`);
         }
       }
+      // What was checked includes prompt starts copied from other slots' caches.
+      const metrics = await (await fetch(`${s.url}/metrics`)).text();
+      assert.ok(metricValue(metrics, "toy_prompt_tokens_shared_total") > 0, "no prompt start was copied between slots");
     });
   });
 }

@@ -67,6 +67,9 @@ describe("toy serve: /metrics, /health, /ready", { skip: fx.skip }, () => {
     assert.equal(delta("toy_generations_total", { finish_reason: "length" }), n);
     assert.equal(delta("toy_generated_tokens_total"), n * tokens);
     assert.ok(delta("toy_prompt_tokens_total") >= n * 4);
+    // One prompt, 3 requests on 2 slots: the second slot copies it from the first.
+    assert.ok(delta("toy_prompt_tokens_shared_total") > 0, "a prompt another slot held was copied");
+    assert.ok(delta("toy_prompt_tokens_cached_total") >= delta("toy_prompt_tokens_shared_total"));
     assert.equal(delta("toy_time_to_first_token_seconds_count"), n);
     assert.equal(delta("toy_time_per_output_token_seconds_count"), n * (tokens - 1));
     assert.ok(delta("toy_time_to_first_token_seconds_sum") > 0);

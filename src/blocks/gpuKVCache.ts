@@ -7,6 +7,7 @@
 
 import type { GpuRuntime, Recorder } from "../backends/webgpu/runtime.js";
 import { storeF16, storeQ8_0, type GpuKVType, type Q8Buffers } from "../backends/webgpu/storeKV.js";
+import { ToyError } from "../errors.js";
 import { KVCache } from "./kvCache.js";
 
 /** Bytes per cached value in each type (q8_0: one int8, plus a 4-byte scale per 32). */
@@ -19,7 +20,7 @@ export class GpuKVCache extends KVCache {
   readonly keyScales: GPUBuffer[] = [];
   readonly valueScales: GPUBuffer[] = [];
 
-  constructor(rt: GpuRuntime, nLayers: number, capacity: number, readonly width: number, readonly gpuType: GpuKVType) {
+  constructor(private readonly rt: GpuRuntime, nLayers: number, capacity: number, readonly width: number, readonly gpuType: GpuKVType) {
     super(0, capacity, width, { type: gpuType }); // no host layers: truncate keeps any length
     const bytes = capacity * width * VALUE_BYTES[gpuType];
     this.keys = Array.from({ length: nLayers }, (_, l) => rt.buffer(bytes, `keys of layer ${l}`));
@@ -52,6 +53,33 @@ export class GpuKVCache extends KVCache {
     } else {
       storeQ8_0(rec, k, v, start * this.width, n, this.q8(l), pos0 * this.width);
     }
+  }
+
+  /**
+   * Hold the first `n` positions of `from` (see KVCache.copyPrefix): one buffer copy per layer's
+   * keys and values, submitted now, so the queue runs it after every forward already submitted
+   * (which wrote those positions) and before the next. Returns false, copying nothing, when
+   * `from` holds fewer or the rows are not whole 4-byte words (copyBufferToBuffer's unit).
+   */
+  override copyPrefix(from: KVCache, n: number): boolean {
+    if (!(from instanceof GpuKVCache) || from.width !== this.width || from.gpuType !== this.gpuType || from.keys.length !== this.keys.length) {
+      throw new ToyError("webgpu: copying KV rows from a cache of another shape or type");
+    }
+    const bytes = n * this.width * VALUE_BYTES[this.gpuType];
+    if (from === this || n === 0 || n > from.length || n > this.capacity || bytes % 4 !== 0) return false;
+    const scaleBytes = (n * this.width / 32) * 4; // q8_0: one scale per 32 values (width is a multiple of 32)
+    const encoder = this.rt.device.createCommandEncoder();
+    for (let l = 0; l < this.keys.length; l++) {
+      encoder.copyBufferToBuffer(from.keys[l], 0, this.keys[l], 0, bytes);
+      encoder.copyBufferToBuffer(from.values[l], 0, this.values[l], 0, bytes);
+      if (this.gpuType === "q8_0") {
+        encoder.copyBufferToBuffer(from.keyScales[l], 0, this.keyScales[l], 0, scaleBytes);
+        encoder.copyBufferToBuffer(from.valueScales[l], 0, this.valueScales[l], 0, scaleBytes);
+      }
+    }
+    this.rt.device.queue.submit([encoder.finish()]);
+    this.length = n;
+    return true;
   }
 
   /** Free the GPU memory now (it is also freed when the cache is collected). */

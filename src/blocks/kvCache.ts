@@ -61,6 +61,37 @@ export class LayerCache {
     storeKV(v, this.type, this.values.bytes, at);
   }
 
+  /** Whether `from` still holds the positions continuing from n needs (this layer's window before n). */
+  canCopyPrefix(from: LayerCache, n: number): boolean {
+    if (from.width !== this.width || from.type !== this.type || from.window !== this.window) {
+      throw new ToyError(`KV cache: copying rows between layers of different shapes (${from.type}×${from.width} to ${this.type}×${this.width})`);
+    }
+    return this.keepFrom(n) >= from.base && n - from.base <= from.rows;
+  }
+
+  /**
+   * Hold positions [0, n) of `from` (canCopyPrefix: a layer of the same shape that still holds
+   * them) as its own, dropping what this layer held: one copy of their rows for keys and one for
+   * values, bytes as `from` stored them. A sliding-window layer copies only its window before n.
+   */
+  copyPrefix(from: LayerCache, n: number): void {
+    const keepFrom = this.keepFrom(n), rows = n - keepFrom;
+    if (rows > this.rows) {
+      const size = Math.min(this.capacity, rows + SLACK);
+      this.keys = { type: this.type, bytes: this.alloc(size) };
+      this.values = { type: this.type, bytes: this.alloc(size) };
+    }
+    const at = (keepFrom - from.base) * this.rowBytes, end = at + rows * this.rowBytes;
+    this.keys.bytes.set(from.keys.bytes.subarray(at, end));
+    this.values.bytes.set(from.values.bytes.subarray(at, end));
+    this.base = keepFrom;
+  }
+
+  /** The first position a forward continuing from `pos` may attend to. */
+  private keepFrom(pos: number): number {
+    return this.window > 0 ? Math.max(0, pos - this.window + 1) : 0;
+  }
+
   /** Keep only positions [pos0 − window + 1, pos0) at the front, in rows enough for T more. */
   private makeRoom(pos0: number, T: number): void {
     if (this.window === 0) throw new ToyError(`KV cache: positions up to ${pos0 + T} do not fit in ${this.rows}`);
@@ -123,6 +154,23 @@ export class KVCache {
     const n = Math.min(this.length, length);
     this.length = this.layers.every((l) => l.canResumeAt(n)) ? n : 0;
     return this.length;
+  }
+
+  /**
+   * Hold the first `n` positions of `from` (another cache of the same model, shape and type)
+   * instead of computing them again: a copy of their keys and values, which are bit for bit what
+   * this cache would get by reading the same tokens (every row is computed the same way whatever
+   * the chunks and the batch: docs/serve.md, "Answers independent of load"). What this cache held
+   * is forgotten. Returns false, changing nothing, when `from` holds fewer than n positions or a
+   * sliding-window layer of `from` dropped keys that continuing from n needs.
+   */
+  copyPrefix(from: KVCache, n: number): boolean {
+    if (from.layers.length !== this.layers.length) throw new ToyError(`KV cache: copying from a cache of ${from.layers.length} layers into one of ${this.layers.length}`);
+    if (from === this || n > from.length || n > this.capacity) return false;
+    if (!this.layers.every((l, i) => l.canCopyPrefix(from.layers[i], n))) return false;
+    this.layers.forEach((l, i) => l.copyPrefix(from.layers[i], n));
+    this.length = n;
+    return true;
   }
 
   /** Bytes held by keys and values. */

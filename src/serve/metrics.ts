@@ -9,8 +9,8 @@ export interface ServeMetrics {
   registry: Registry;
   /** An HTTP request answered (or ended): its route (as matched, so bounded) and status. */
   request(route: string, status: number): void;
-  /** A generation ended: its tokens and why it ended. */
-  generation(promptTokens: number, cachedTokens: number, generatedTokens: number, finishReason: string): void;
+  /** A generation ended: its tokens (cached: not computed; shared: of those, copied from another slot) and why it ended. */
+  generation(promptTokens: number, cachedTokens: number, sharedTokens: number, generatedTokens: number, finishReason: string): void;
   /** Seconds from the request's arrival to its first generated token. */
   firstToken(seconds: number): void;
   /** Seconds between two tokens of one answer. */
@@ -25,7 +25,8 @@ export function serveMetrics(scheduler: Scheduler, model: string): ServeMetrics 
   const requests = new Counter({ name: "toy_http_requests_total", help: "HTTP requests answered, by route and status", labelNames: ["route", "status"], registers: [registry] });
   const generations = new Counter({ name: "toy_generations_total", help: "Generations ended, by finish reason (stop, length, aborted)", labelNames: ["finish_reason"], registers: [registry] });
   const promptTokens = new Counter({ name: "toy_prompt_tokens_total", help: "Prompt tokens of ended generations", registers: [registry] });
-  const cachedTokens = new Counter({ name: "toy_prompt_tokens_cached_total", help: "Prompt tokens found in a slot's KV cache (not computed again)", registers: [registry] });
+  const cachedTokens = new Counter({ name: "toy_prompt_tokens_cached_total", help: "Prompt tokens found in a slot's KV cache or copied from another slot's (not computed again)", registers: [registry] });
+  const sharedTokens = new Counter({ name: "toy_prompt_tokens_shared_total", help: "Of the cached prompt tokens, those copied from another slot's KV cache", registers: [registry] });
   const generated = new Counter({ name: "toy_generated_tokens_total", help: "Tokens generated", registers: [registry] });
   const ttft = new Histogram({
     name: "toy_time_to_first_token_seconds", help: "From a request's arrival to its first generated token",
@@ -50,10 +51,11 @@ export function serveMetrics(scheduler: Scheduler, model: string): ServeMetrics 
   return {
     registry,
     request: (route, status) => requests.inc({ route, status: String(status) }),
-    generation(p, cached, g, reason) {
+    generation(p, cached, shared, g, reason) {
       generations.inc({ finish_reason: reason });
       promptTokens.inc(p);
       cachedTokens.inc(cached);
+      sharedTokens.inc(shared);
       generated.inc(g);
     },
     firstToken: (s) => ttft.observe(s),

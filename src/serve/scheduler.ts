@@ -13,6 +13,13 @@
 // A request's answer does not depend on the others in the batch: each has its own cache and
 // its own seeded sampler, and the kernels compute every row the same way whatever the rows
 // around it (docs/serve.md, "Answers independent of load").
+//
+// Prompts that start alike are read once: a request about to read its prompt first takes the
+// longest start of it that any slot's cache holds (its own slot's, kept from its last request,
+// or a copy of another slot's rows: bit for bit what reading those tokens would write, for the
+// same reason), the whole prompt with its first token's logits when a slot has just read the
+// same prompt; and a request whose next tokens an earlier one is reading in this tick waits for
+// them to be copied in the next tick instead of computing them too.
 
 import type { LanguageModel } from "../archs/model.js";
 import type { KVCache } from "../blocks/kvCache.js";
@@ -42,8 +49,11 @@ export interface JobResult {
   tokens: number[];
   finishReason: FinishReason;
   promptTokens: number;
-  /** Prompt tokens found already in the slot's cache (a shared start with its last request). */
+  /** Prompt tokens not computed: found in the slot's cache (a shared start with its last
+   *  request) or copied from another slot's. */
   cachedTokens: number;
+  /** Of those, the tokens copied from another slot's cache. */
+  sharedTokens: number;
   promptMs: number;
   generateMs: number;
 }
@@ -88,6 +98,7 @@ interface Active {
   /** Prompt positions already in the cache. */
   read: number;
   cachedTokens: number;
+  sharedTokens: number;
   generation?: Generation;
   t0: number;
   t1: number;
@@ -100,7 +111,9 @@ interface Slot {
   /** What the cache holds, position by position. */
   cachedIds: number[];
   active?: Active;
-  /** Its rows are in an asynchronous forward not yet back: its cache must not change. */
+  /** Idle: the logits that follow the last position of cachedIds, when its request generated. */
+  logits?: Float32Array;
+  /** Its rows are in a forward not yet back (or about to run): its cache must not change. */
   inFlight?: boolean;
 }
 
@@ -130,6 +143,12 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
   let n = 0;
   while (n < a.length && n < b.length && a[n] === b[n]) n++;
   return n;
+}
+
+/** The prompt positions a cache holding `ids` spares: its shared start, less the last prompt
+ *  token (always read again: its logits give the first token). */
+function reusable(ids: readonly number[], prompt: readonly number[]): number {
+  return Math.min(commonPrefix(ids, prompt), prompt.length - 1);
 }
 
 export class Scheduler {
@@ -242,39 +261,80 @@ export class Scheduler {
     for (const w of this.idleWaiters.splice(0)) w();
   }
 
-  /** Give waiting jobs the idle slots: the one whose cache already holds most of the prompt. */
+  /**
+   * Give waiting jobs the idle slots. Any slot's cache can lend a job its prompt's start (a
+   * copy), so the choice is about what the slot loses: the idle slot that drops the fewest of
+   * the positions it holds (an empty one, or the one whose cache the prompt continues: a chat's
+   * next turn), then the one that holds most of the prompt itself (nothing to copy).
+   */
   private fill(): void {
     while (this.queue.length > 0) {
       const idle = this.slots.filter((s) => !s.active);
       if (idle.length === 0) break;
       const w = this.queue.shift()!;
       w.job.signal.removeEventListener("abort", w.onAbort);
-      let best = idle[0], bestShared = -1;
-      for (const s of idle) {
-        const shared = commonPrefix(s.cachedIds, w.job.prompt);
-        if (shared > bestShared) { best = s; bestShared = shared; }
+      const prompt = w.job.prompt;
+      let best = idle[0], bestOwn = reusable(best.cachedIds, prompt);
+      for (const s of idle.slice(1)) {
+        const own = reusable(s.cachedIds, prompt);
+        const lost = s.cachedIds.length - own, bestLost = best.cachedIds.length - bestOwn;
+        if (lost < bestLost || (lost === bestLost && own > bestOwn)) { best = s; bestOwn = own; }
       }
-      this.start(best, w, bestShared);
+      this.start(best, w, bestOwn);
     }
     this.schedule();
   }
 
-  private start(slot: Slot, w: Waiting, shared: number): void {
-    const prompt = w.job.prompt;
+  private start(slot: Slot, w: Waiting, own: number): void {
     slot.cache ??= this.model.newCache(this.opts.contextSize);
-    // Keep the shared start; always read at least the last prompt token again (its logits are needed).
-    // A sliding-window layer may no longer hold what continuing from `keep` needs: truncate says
+    // Keep the shared start (never the last prompt token: its logits are needed). A
+    // sliding-window layer may no longer hold what continuing from there needs: truncate says
     // how much is kept (0: read the prompt again from the start).
-    const keep = slot.cache.truncate(Math.min(shared, prompt.length - 1));
+    const keep = slot.cache.truncate(own);
     slot.cachedIds.length = keep;
     const active: Active = {
-      job: w.job, resolve: w.resolve, reject: w.reject, order: this.admitted++, read: keep, cachedTokens: keep,
+      job: w.job, resolve: w.resolve, reject: w.reject, order: this.admitted++, read: keep, cachedTokens: keep, sharedTokens: 0,
       t0: performance.now(), t1: 0,
       // In flight: the next tick sees the aborted signal and ends it (plan()).
       onAbort: () => { if (!slot.inFlight) this.release(slot, "aborted"); },
     };
     slot.active = active;
+    slot.logits = undefined;
     w.job.signal.addEventListener("abort", active.onAbort, { once: true });
+    this.share(slot, active); // now, before the slot lending it is given to another job
+  }
+
+  /**
+   * Copy into the slot's cache the longest start of its prompt that another slot's cache holds
+   * beyond what it read already (busy or idle, its positions written by forwards already run or
+   * submitted; the copy is bit for bit what reading them would write). A slot that holds exactly
+   * this prompt and the logits that follow it (its request has read the prompt and not yet fed
+   * a token back, or ended so) lends the whole prompt and a copy of those logits: the request
+   * then generates without reading a row.
+   */
+  private share(slot: Slot, a: Active): void {
+    const prompt = a.job.prompt;
+    let from: Slot | undefined, n = a.read, logits: Float32Array | undefined;
+    for (const d of this.slots) {
+      if (d === slot || !d.cache) continue;
+      const after = d.cachedIds.length === prompt.length ? this.logitsAfter(d) : undefined;
+      const whole = after !== undefined && commonPrefix(d.cachedIds, prompt) === prompt.length;
+      const m = whole ? prompt.length : reusable(d.cachedIds, prompt);
+      if (m > n) { from = d; n = m; logits = whole ? after : undefined; }
+    }
+    if (!from || !slot.cache!.copyPrefix(from.cache!, n)) return;
+    a.cachedTokens += n - a.read;
+    a.sharedTokens += n - a.read;
+    a.read = n;
+    slot.cachedIds = prompt.slice(0, n);
+    if (logits) this.begin(slot, a, logits.slice());
+  }
+
+  /** The logits that follow a slot's cachedIds, when it has them. */
+  private logitsAfter(d: Slot): Float32Array | undefined {
+    if (!d.active) return d.logits;
+    const g = d.active.generation;
+    return g && g.cachedIds === d.cachedIds ? g.currentLogits : undefined;
   }
 
   private schedule(): void {
@@ -293,23 +353,36 @@ export class Scheduler {
     this.arrivalTurns = 0;
     // `ticking` stays set until the forward is back, so no second tick starts meanwhile.
     const rows = this.plan();
+    if (rows.length === 0) return this.endTick();
     const batch = rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! }));
-    if (rows.length > 0 && this.model.forwardBatchAsync) {
-      for (const r of rows) r.slot.inFlight = true;
+    // The rows' caches must not change (a slot given to another job) until the forward is back.
+    for (const r of rows) r.slot.inFlight = true;
+    if (this.model.forwardBatchAsync) {
       this.model.forwardBatchAsync(batch).then(
         (logits) => { this.land(rows); this.advanceAll(rows, logits.data); },
         (e) => { this.land(rows); this.failAll(rows, e); },
       ).finally(() => this.endTick());
       return;
     }
-    if (rows.length > 0) {
+    // plan() handed this tick's tokens to their clients, but Node's HTTP responses hold their
+    // writes until process.nextTick (they cork the socket to send a chunk's pieces together): a
+    // forward run now would keep every token in its socket until the forward ends. Run it after
+    // those writes, so a token leaves before the forward that follows it.
+    process.nextTick(() => {
+      let logits: Float32Array | undefined, error: unknown;
       try {
-        this.advanceAll(rows, this.model.forwardBatch(batch).data);
+        logits = this.model.forwardBatch(batch).data;
+      } catch (e) {
+        error = e;
+      }
+      this.land(rows);
+      try {
+        if (logits) this.advanceAll(rows, logits); else this.failAll(rows, error);
       } catch (e) {
         this.failAll(rows, e);
       }
-    }
-    this.endTick();
+      this.endTick();
+    });
   }
 
   private endTick(): void {
@@ -335,6 +408,8 @@ export class Scheduler {
   private plan(): Row[] {
     const rows: Row[] = [];
     const reading: { slot: Slot; a: Active }[] = [];
+    // What other slots read since a request started (the whole prompt: it generates from here).
+    for (const slot of this.slots) if (slot.active && !slot.active.generation && !slot.active.job.signal.aborted) this.share(slot, slot.active);
     for (const slot of this.slots) {
       const a = slot.active;
       if (!a) continue;
@@ -351,14 +426,32 @@ export class Scheduler {
     // Prompts first come, first served: the earliest gets its first token soonest.
     let budget = Math.max(1, this.batchTokens - rows.length);
     reading.sort((x, y) => x.a.order - y.a.order);
+    /** The prompt rows read in this tick: positions [0, end) of `prompt` once it is back. */
+    const readNow: { prompt: readonly number[]; end: number }[] = [];
     for (const { slot, a } of reading) {
       if (budget === 0) break;
       if (slot.active !== a) continue; // ended above (a failed forward releases every row)
+      if (readNow.some((r) => this.worthWaiting(a, r))) continue;
       const n = Math.min(budget, a.job.prompt.length - a.read);
       rows.push({ slot, a, ids: a.job.prompt.slice(a.read, a.read + n), decode: false });
+      readNow.push({ prompt: a.job.prompt, end: a.read + n });
       budget -= n;
     }
     return rows;
+  }
+
+  /**
+   * Whether a request should wait a tick for an earlier one's prompt rows (read in this tick) and
+   * copy them then, rather than compute them too: when they are at least half of what it has
+   * left to read, or all of it (the same prompt, whose last row the earlier one reads now: its
+   * logits come with the copy). Then 16 requests with one prompt read it once, and all start
+   * generating in the next tick; a prompt that only starts alike (a few tokens) does not wait.
+   */
+  private worthWaiting(a: Active, earlier: { prompt: readonly number[]; end: number }): boolean {
+    const prompt = a.job.prompt;
+    const whole = earlier.end === prompt.length && earlier.prompt.length === prompt.length && commonPrefix(earlier.prompt, prompt) === prompt.length;
+    const gain = (whole ? prompt.length : Math.min(reusable(earlier.prompt, prompt), earlier.end)) - a.read;
+    return gain > 0 && 2 * gain >= prompt.length - a.read;
   }
 
   /** Hand a row's logits to its request: the next token's distribution, or the prompt read on. */
@@ -372,7 +465,11 @@ export class Scheduler {
     a.read += r.ids.length;
     slot.cachedIds.push(...r.ids);
     if (a.read < a.job.prompt.length) return;
-    // The whole prompt is in the cache; its last row's logits give the first token.
+    this.begin(slot, a, logits); // the whole prompt is in the cache; its last row's logits give the first token
+  }
+
+  /** The whole prompt is in the slot's cache, `logits` the row that follows it: start generating. */
+  private begin(slot: Slot, a: Active, logits: Float32Array): void {
     const job = a.job;
     try {
       const g: Generation = new Generation(this.model, job.prompt, {
@@ -405,10 +502,11 @@ export class Scheduler {
     const g = a.generation;
     if (g) slot.cachedIds = g.cachedIds;
     else slot.cachedIds.length = slot.cache!.length; // stopped while reading the prompt
+    slot.logits = g?.currentLogits;
     const now = performance.now();
     if (reason === "aborted") this.aborted++; else this.completed++;
     a.resolve({
-      tokens: g ? g.tokens : [], finishReason: reason, promptTokens: a.job.prompt.length, cachedTokens: a.cachedTokens,
+      tokens: g ? g.tokens : [], finishReason: reason, promptTokens: a.job.prompt.length, cachedTokens: a.cachedTokens, sharedTokens: a.sharedTokens,
       promptMs: (a.t1 || now) - a.t0, generateMs: a.t1 ? now - a.t1 : 0,
     });
     this.fill();
@@ -420,10 +518,11 @@ export class Scheduler {
     if (a) a.job.signal.removeEventListener("abort", a.onAbort);
     slot.active = undefined;
     slot.cachedIds = [];
+    slot.logits = undefined;
     slot.cache?.truncate(0);
   }
 
   private abortedResult(job: Job): JobResult {
-    return { tokens: [], finishReason: "aborted", promptTokens: job.prompt.length, cachedTokens: 0, promptMs: 0, generateMs: 0 };
+    return { tokens: [], finishReason: "aborted", promptTokens: job.prompt.length, cachedTokens: 0, sharedTokens: 0, promptMs: 0, generateMs: 0 };
   }
 }

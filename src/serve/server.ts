@@ -294,7 +294,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
             if (c.text.stopped) return false;
           },
         }); // throws 503 / 400 here, before anything is sent
-        c.done.then((r) => metrics.generation(r.promptTokens, r.cachedTokens, r.tokens.length, r.finishReason), () => {});
+        c.done.then((r) => metrics.generation(r.promptTokens, r.cachedTokens, r.sharedTokens, r.tokens.length, r.finishReason), () => {});
       }
     } catch (e) {
       abort.abort(); // the choices already queued
