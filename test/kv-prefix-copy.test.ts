@@ -17,6 +17,7 @@ import { KV_TYPES, type KVType } from "../src/blocks/kvCacheTypes.js";
 import { parseGGUF, readGGUF } from "../src/io/gguf/reader.js";
 import { fixtures } from "./helpers/fixtures.js";
 import { tinyLlamaBytes } from "./helpers/tiny-model.js";
+import { webgpu } from "./helpers/webgpu.js";
 
 const cpuSkip = "error" in cpuBackend() ? `cpu backend unavailable: ${(cpuBackend() as { error: string }).error}` : false;
 const devices: Device[] = cpuSkip ? ["ts"] : ["ts", "cpu"];
@@ -113,4 +114,23 @@ test("SmolLM2: the K/V rows of a position do not depend on the chunks or the bat
   // 70 tokens: the prompt path's matrix products over several row blocks, and one-row decode steps.
   const tokens = ids(70, 1, 40000);
   for (const type of KV_TYPES) checkSplits(loadModelFromFile(file, "cpu", undefined, { cacheType: type }), tokens, `SmolLM2 ${type} cache`);
+});
+
+// webgpu: GpuKVCache.copyPrefix copies each layer's buffers (and q8_0's scales) on the queue; a
+// cache continued from the copy gives a fresh run's logits bit for bit, in every cache type.
+const gpu = await webgpu();
+test("webgpu: a cache continued from a copied prefix gives a fresh run's logits (f32, f16, q8_0)", { skip: gpu.skip }, async () => {
+  for (const type of KV_TYPES) {
+    const model = tinyModel("webgpu", 0, type);
+    const prompt = ids(40), more = ids(5, 9);
+    const source = model.newCache(64);
+    await model.forwardAsync!(Int32Array.from(prompt), source, "last");
+    const copy = model.newCache(64);
+    assert.ok(copy.copyPrefix(source, 30), type);
+    const continued = await model.forwardAsync!(Int32Array.from([...prompt.slice(30), ...more]), copy, "all");
+    const fresh = model.newCache(64);
+    const whole = await model.forwardAsync!(Int32Array.from([...prompt, ...more]), fresh, "all");
+    const tail = whole.data.subarray(30 * model.nVocab);
+    assert.deepEqual(continued.data, tail, `${type}: continued from a copy`);
+  }
 });
