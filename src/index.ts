@@ -19,7 +19,7 @@ export { TrainingOps, ParamVars, type Parameters, type Adapter, type TrainSetup,
 export { TENSORS, blockNames, BLOCK_MATRICES, type BlockNames, type LayerNames } from "./blocks/tensorNames.js";
 export { norm, type NormConfig } from "./blocks/norm.js";
 export { selfAttention, attendThroughCache, type AttentionConfig } from "./blocks/selfAttention.js";
-export { feedForward, type FeedForwardKind, type FeedForwardNames, type FeedForwardRows } from "./blocks/feedForward.js";
+export { feedForward, type FeedForwardKind, type FeedForwardNames } from "./blocks/feedForward.js";
 export { mixtureOfExperts, route } from "./blocks/mixtureOfExperts.js";
 export { transformerBlock, type BlockConfig } from "./blocks/transformerBlock.js";
 export { KVCache, LayerCache, type KVCacheOptions, type Segment } from "./blocks/kvCache.js";

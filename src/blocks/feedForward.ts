@@ -14,19 +14,13 @@ export interface FeedForwardNames {
   down: LayerNames;
 }
 
-/** The rows of each stacked matrix to use (one expert's), or all of them. */
-export interface FeedForwardRows {
-  gateUp: readonly [number, number];
-  down: readonly [number, number];
-}
-
 /** x: [T, d] → [T, d];  `bias`: the MLP's up and down projections carry biases. */
-export function feedForward<X extends Value>(ops: Ops<X>, x: X, n: FeedForwardNames, kind: FeedForwardKind, bias = false, rows?: FeedForwardRows): X {
+export function feedForward<X extends Value>(ops: Ops<X>, x: X, n: FeedForwardNames, kind: FeedForwardKind, bias = false): X {
   if (kind === "mlp") {
     const b = (l: LayerNames) => (bias ? l.bias : null);
     return ops.linear(ops.gelu(ops.linear(x, n.up.weight, b(n.up))), n.down.weight, b(n.down)); // [T, d]
   }
-  const [gate, up] = ops.linears(x, [n.gate.weight, n.up.weight], null, rows?.gateUp); // [T, ffn] each
+  const [gate, up] = ops.linears(x, [n.gate.weight, n.up.weight]); // [T, ffn] each
   const h = kind === "swiglu" ? ops.swiglu(gate, up) : ops.geglu(gate, up); // [T, ffn]
-  return ops.linear(h, n.down.weight, null, rows?.down);              // [T, d]
+  return ops.linear(h, n.down.weight);                                // [T, d]
 }

@@ -110,8 +110,8 @@ export class GpuOps implements Ops<GpuTensor> {
     return y;
   }
 
-  linears(x: GpuTensor, weights: readonly string[], biases?: readonly (string | null)[] | null, rows?: readonly [number, number]): GpuTensor[] {
-    return weights.map((w, i) => this.linear(x, w, biases?.[i] ?? null, rows));
+  linears(x: GpuTensor, weights: readonly string[], biases?: readonly (string | null)[] | null): GpuTensor[] {
+    return weights.map((w, i) => this.linear(x, w, biases?.[i] ?? null));
   }
   linear(x: GpuTensor, weight: string, bias?: string | null, rows?: readonly [number, number]): GpuTensor {
     if (rows) throw new ToyError("webgpu: a block of a weight's rows (an expert's) runs through ops.expertLinear on the webgpu backend");

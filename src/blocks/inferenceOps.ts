@@ -56,8 +56,8 @@ export class InferenceOps implements Ops<Tensor> {
   linear(x: Tensor, weight: string, bias?: string | null, rows?: readonly [number, number]): Tensor {
     return P.matmul(x, this.weights.matrix(weight, rows), bias ? this.weights.vector(bias) : undefined);
   }
-  linears(x: Tensor, weights: readonly string[], biases?: readonly (string | null)[] | null, rows?: readonly [number, number]): Tensor[] {
-    return P.matmulMany(x, weights.map((w) => this.weights.matrix(w, rows)), weights.map((_, i) => {
+  linears(x: Tensor, weights: readonly string[], biases?: readonly (string | null)[] | null): Tensor[] {
+    return P.matmulMany(x, weights.map((w) => this.weights.matrix(w)), weights.map((_, i) => {
       const b = biases?.[i];
       return b ? this.weights.vector(b) : undefined;
     }));

@@ -57,7 +57,7 @@ export interface Ops<X extends Value> {
   linear(x: X, weight: string, bias?: string | null, rows?: readonly [number, number]): X;
   /** linear of the same x with each weight (biases[i]: weight i's bias): one result each. The cpu
    *  backend runs them as one job (a layer's q, k, v, or gate and up), with the same results. */
-  linears(x: X, weights: readonly string[], biases?: readonly (string | null)[] | null, rows?: readonly [number, number]): X[];
+  linears(x: X, weights: readonly string[], biases?: readonly (string | null)[] | null): X[];
   /** A stored tensor itself as a value [rows, dims[0]] (a class token, a table). */
   param(name: string): X;
   /** Data from outside the model (image patches) as a value. */

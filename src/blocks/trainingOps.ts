@@ -105,8 +105,8 @@ export class TrainingOps implements Ops<Var> {
     const w = this.params.get(weight);
     return A.linear(x, rows ? A.sliceRows(w, rows[0], rows[1]) : w, bias ? this.params.get(bias) : null);
   }
-  linears(x: Var, weights: readonly string[], biases?: readonly (string | null)[] | null, rows?: readonly [number, number]): Var[] {
-    return weights.map((w, i) => this.linear(x, w, biases?.[i] ?? null, rows));
+  linears(x: Var, weights: readonly string[], biases?: readonly (string | null)[] | null): Var[] {
+    return weights.map((w, i) => this.linear(x, w, biases?.[i] ?? null));
   }
   param(name: string): Var { return this.params.get(name); }
   input(data: Float32Array, shape: readonly number[]): Var { return this.tape.constant(data, shape); }
