@@ -4,8 +4,8 @@
 // runs until the forward is submitted, as one command buffer.
 //
 // Products of weights are recorded lazily, so that one dispatch can do the work of several
-// (backends/webgpu/matmul.ts): consecutive linear layers of the same input (q, k, v; gate, up)
-// join one pending group; a gated unit (swiglu, geglu) of that group's two outputs, or a sum with
+// (backends/webgpu/matmul.ts): the linear layers of one input (`linears`: q, k, v; gate, up)
+// are one pending group; a gated unit (swiglu, geglu) of that group's two outputs, or a sum with
 // a single product's output (the residual), becomes the group's epilogue. Likewise two rotations
 // in a row (q, then k) are one dispatch. Every other operation first records what is pending
 // (the `rec` getter), so the order of the work never changes.
@@ -110,21 +110,27 @@ export class GpuOps implements Ops<GpuTensor> {
     return y;
   }
 
+  /** The products of one input (q, k, v; gate, up): one pending group when one dispatch may hold them. */
   linears(x: GpuTensor, weights: readonly string[], biases?: readonly (string | null)[] | null): GpuTensor[] {
-    return weights.map((w, i) => this.linear(x, w, biases?.[i] ?? null));
+    const made = weights.map((w, i) => this.product(x, w, biases?.[i] ?? null));
+    const group = { x: x.buffer, T: x.rows, terms: made.map((m) => m.term) };
+    this.flush();
+    if (made.length <= 3 && this.canJoin(group, made.length, "none")) this.pending = group;
+    else for (const term of group.terms) { this.flush(); this.pending = { ...group, terms: [term] }; }
+    return made.map((m) => m.y);
   }
   linear(x: GpuTensor, weight: string, bias?: string | null, rows?: readonly [number, number]): GpuTensor {
     if (rows) throw new ToyError("webgpu: a block of a weight's rows (an expert's) runs through ops.expertLinear on the webgpu backend");
+    const { y, term } = this.product(x, weight, bias ?? null);
+    this.flush();
+    this.pending = { x: x.buffer, T: x.rows, terms: [term] };
+    return y;
+  }
+  /** The output tensor of x Wᵀ (+ b) and its term, not yet recorded. */
+  private product(x: GpuTensor, weight: string, bias: string | null): { y: GpuTensor; term: MatmulTerm } {
     const w = this.weights.matrix(weight);
     const y = this.tensor([x.rows, w.rows], weight);
-    const term = { w, bias: bias ? this.weights.vector(bias) : null, y: y.buffer };
-    const p = this.pending;
-    if (p && p.x === x.buffer && p.T === x.rows && p.terms.length < 3 && this.canJoin({ ...p, terms: [...p.terms, term] }, p.terms.length + 1, "none")) p.terms.push(term);
-    else {
-      this.flush();
-      this.pending = { x: x.buffer, T: x.rows, terms: [term] };
-    }
-    return y;
+    return { y, term: { w, bias: bias ? this.weights.vector(bias) : null, y: y.buffer } };
   }
 
   param(name: string): GpuTensor {
