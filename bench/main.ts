@@ -152,6 +152,8 @@ async function inference(): Promise<void> {
   const total = reps * cells.length;
   const start = performance.now();
   let done = 0;
+  const stop = (signal: NodeJS.Signals) => { log(`bench: ${signal}: printing the runs done so far`); report(true); process.exit(signal === "SIGINT" ? 130 : 143); };
+  process.once("SIGINT", stop).once("SIGTERM", stop);
   for (let rep = 0; rep < reps; rep++) {
     if (cpu && !("error" in cpu)) for (const t of threadCounts) bandwidth.get(t)!.push(cpu.addon.readBandwidth(t));
     for (const cell of cells) {
@@ -177,52 +179,60 @@ async function inference(): Promise<void> {
       if (cell.errors.length && cell.errors.length <= 3) log(`  ${cell.errors.at(-1)}`);
     }
   }
-  const load1 = loadavg();
+  report(false);
 
-  const rows = cells.map(({ threads, model, test, runs, errors, toyCacheType }) => {
-    const toy = median(runs.toy.map((x) => x.tps)), lcpp = median(runs["llama.cpp"].map((x) => x.tps)), nl = median(runs["node-llama-cpp"].map((x) => x.tps));
-    const bw = median(bandwidth.get(threads)!);
-    const bound = test.kind === "tg" && Number.isFinite(bw) ? bw / (weightBytesPerToken(model.path) + kvBytesPerToken(model.path, test.depth + test.n / 2, "f16")) : null;
-    return {
-      kind: "inference", threads, model: model.name, label: model.label, file: model.path, test: test.name,
-      toy_tps: toy, llama_cpp_tps: lcpp, node_llama_cpp_tps: nl,
-      ratio_llama_cpp: toy / lcpp, ratio_node_llama_cpp: toy / nl,
-      bound_tps: bound, toy_of_bound: bound === null ? null : toy / bound,
-      toy_rss_mb: median(runs.toy.map((x) => x.rss_mb)), llama_cpp_rss_mb: median(runs["llama.cpp"].map((x) => x.rss_mb)),
-      node_llama_cpp_rss_mb: median(runs["node-llama-cpp"].map((x) => x.rss_mb)),
-      toy_runs: runs.toy.map((x) => x.tps), llama_cpp_runs: runs["llama.cpp"].map((x) => x.tps), node_llama_cpp_runs: runs["node-llama-cpp"].map((x) => x.tps),
-      toy_cache_type: toyCacheType ?? null, errors,
+  // The tables (or --json lines) of the runs done so far: at the end, or when the run is stopped
+  // (SIGINT, SIGTERM, a timeout's kill) part-way, so that a long grid cut short still reports
+  // every finished cell (the repetitions go over the whole grid one after another).
+  function report(partial: boolean): void {
+    const load1 = loadavg();
+    const rows = cells.filter((c) => c.runs.toy.length || c.errors.length || Object.values(c.runs).some((r) => r.length)).map(({ threads, model, test, runs, errors, toyCacheType }) => {
+      const toy = median(runs.toy.map((x) => x.tps)), lcpp = median(runs["llama.cpp"].map((x) => x.tps)), nl = median(runs["node-llama-cpp"].map((x) => x.tps));
+      const bw = median(bandwidth.get(threads)!);
+      const bound = test.kind === "tg" && Number.isFinite(bw) ? bw / (weightBytesPerToken(model.path) + kvBytesPerToken(model.path, test.depth + test.n / 2, "f16")) : null;
+      return {
+        kind: "inference", threads, model: model.name, label: model.label, file: model.path, test: test.name,
+        toy_tps: toy, llama_cpp_tps: lcpp, node_llama_cpp_tps: nl,
+        ratio_llama_cpp: toy / lcpp, ratio_node_llama_cpp: toy / nl,
+        bound_tps: bound, toy_of_bound: bound === null ? null : toy / bound,
+        toy_rss_mb: median(runs.toy.map((x) => x.rss_mb)), llama_cpp_rss_mb: median(runs["llama.cpp"].map((x) => x.rss_mb)),
+        node_llama_cpp_rss_mb: median(runs["node-llama-cpp"].map((x) => x.rss_mb)),
+        toy_runs: runs.toy.map((x) => x.tps), llama_cpp_runs: runs["llama.cpp"].map((x) => x.tps), node_llama_cpp_runs: runs["node-llama-cpp"].map((x) => x.tps),
+        toy_cache_type: toyCacheType ?? null, errors,
+      };
+    });
+    const meta = {
+      kind: "meta", date: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length, backend, adapter: adapter ?? null,
+      load_before: load0.map((x) => +x.toFixed(2)), load_after: load1.map((x) => +x.toFixed(2)),
+      llama_cpp: lc ? { version: lc.version, commit: lc.commit, bin: lc.bin } : null, reps,
+      bandwidth_gbs: Object.fromEntries([...bandwidth].map(([t, b]) => [t, +(median(b) / 1e9).toFixed(1)])),
+      toy_cache_type: rows.find((r) => r.toy_cache_type)?.toy_cache_type ?? null, llama_cpp_cache_type: "f16",
+      minutes: +((performance.now() - start) / 60000).toFixed(1), skipped,
+      ...(partial ? { stopped_after_runs: done, of_runs: total } : {}),
     };
-  });
-  const meta = {
-    kind: "meta", date: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length, backend, adapter: adapter ?? null,
-    load_before: load0.map((x) => +x.toFixed(2)), load_after: load1.map((x) => +x.toFixed(2)),
-    llama_cpp: lc ? { version: lc.version, commit: lc.commit, bin: lc.bin } : null, reps,
-    bandwidth_gbs: Object.fromEntries([...bandwidth].map(([t, b]) => [t, +(median(b) / 1e9).toFixed(1)])),
-    toy_cache_type: rows.find((r) => r.toy_cache_type)?.toy_cache_type ?? null, llama_cpp_cache_type: "f16",
-    minutes: +((performance.now() - start) / 60000).toFixed(1), skipped,
-  };
-  if (json) {
-    process.stdout.write(JSON.stringify(meta) + "\n");
-    for (const r of rows) process.stdout.write(JSON.stringify(r) + "\n");
-    return;
+    if (json) {
+      process.stdout.write(JSON.stringify(meta) + "\n");
+      for (const r of rows) process.stdout.write(JSON.stringify(r) + "\n");
+      return;
+    }
+    for (const threads of threadCounts) {
+      const head = ["model", "test", "toy t/s", "llama.cpp t/s", "toy/llama.cpp", ...(nlcDir ? ["node-llama-cpp t/s", "toy/nlc"] : []), "bound t/s", "toy/bound", "toy RSS MB", "llama.cpp RSS MB"];
+      const table = rows.filter((r) => r.threads === threads).map((r) => [
+        r.label, r.test, fmt(r.toy_tps), fmt(r.llama_cpp_tps), fmt(r.ratio_llama_cpp, 2),
+        ...(nlcDir ? [fmt(r.node_llama_cpp_tps), fmt(r.ratio_node_llama_cpp, 2)] : []),
+        r.bound_tps === null ? "" : fmt(r.bound_tps), r.toy_of_bound === null ? "" : fmt(r.toy_of_bound, 2), fmt(r.toy_rss_mb, 0), fmt(r.llama_cpp_rss_mb, 0),
+      ]);
+      const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
+      process.stdout.write(`\n### ${threads} thread${threads > 1 ? "s" : ""}\n\n` + [line(head), line(head.map(() => "---")), ...table.map(line)].join("\n") + "\n");
+    }
+    process.stdout.write(`\nllama.cpp ${lc ? `${lc.version}` : "unavailable"}; toy KV cache ${meta.toy_cache_type ?? "-"}, llama.cpp f16; ` +
+      `medians of ${reps} interleaved runs; read bandwidth ${Object.entries(meta.bandwidth_gbs).map(([t, b]) => `${b} GB/s (${t}t)`).join(", ")}; ` +
+      `load average ${load0[0].toFixed(1)} → ${load1[0].toFixed(1)}; ${meta.minutes} min; ${cpus()[0]?.model}` +
+      (partial ? `; STOPPED after ${done} of ${total} runs (a cell's median is over the repetitions it finished)` : "") +
+      (onGpu ? `; toy on webgpu (${adapter ?? "adapter unknown"}), llama.cpp -ngl 99` : "") + "\n");
+    for (const s of skipped) process.stdout.write(`skipped ${s.name}: ${s.reason}\n`);
+    for (const r of rows) if (r.errors.length) process.stdout.write(`${r.threads}t ${r.model} ${r.test}: ${r.errors.length} failed runs, e.g. ${r.errors[0]}\n`);
   }
-  for (const threads of threadCounts) {
-    const head = ["model", "test", "toy t/s", "llama.cpp t/s", "toy/llama.cpp", ...(nlcDir ? ["node-llama-cpp t/s", "toy/nlc"] : []), "bound t/s", "toy/bound", "toy RSS MB", "llama.cpp RSS MB"];
-    const table = rows.filter((r) => r.threads === threads).map((r) => [
-      r.label, r.test, fmt(r.toy_tps), fmt(r.llama_cpp_tps), fmt(r.ratio_llama_cpp, 2),
-      ...(nlcDir ? [fmt(r.node_llama_cpp_tps), fmt(r.ratio_node_llama_cpp, 2)] : []),
-      r.bound_tps === null ? "" : fmt(r.bound_tps), r.toy_of_bound === null ? "" : fmt(r.toy_of_bound, 2), fmt(r.toy_rss_mb, 0), fmt(r.llama_cpp_rss_mb, 0),
-    ]);
-    const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
-    process.stdout.write(`\n### ${threads} thread${threads > 1 ? "s" : ""}\n\n` + [line(head), line(head.map(() => "---")), ...table.map(line)].join("\n") + "\n");
-  }
-  process.stdout.write(`\nllama.cpp ${lc ? `${lc.version}` : "unavailable"}; toy KV cache ${meta.toy_cache_type ?? "-"}, llama.cpp f16; ` +
-    `medians of ${reps} interleaved runs; read bandwidth ${Object.entries(meta.bandwidth_gbs).map(([t, b]) => `${b} GB/s (${t}t)`).join(", ")}; ` +
-    `load average ${load0[0].toFixed(1)} → ${load1[0].toFixed(1)}; ${meta.minutes} min; ${cpus()[0]?.model}` +
-    (onGpu ? `; toy on webgpu (${adapter ?? "adapter unknown"}), llama.cpp -ngl 99` : "") + "\n");
-  for (const s of skipped) process.stdout.write(`skipped ${s.name}: ${s.reason}\n`);
-  for (const r of rows) if (r.errors.length) process.stdout.write(`${r.threads}t ${r.model} ${r.test}: ${r.errors.length} failed runs, e.g. ${r.errors[0]}\n`);
 }
 
 async function main(): Promise<void> {
