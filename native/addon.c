@@ -146,7 +146,13 @@ static int mapped(const uint8_t *p, size_t len) {
 static void drop_pages(const uint8_t *p, size_t len) {
   const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + len) & ~(page - 1);
-  if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+  if (b > a) {
+    madvise((void *)a, b - a, MADV_DONTNEED);
+    // A later read of these bytes (getRows on a tied embedding: a few scattered rows) faults in
+    // only its own page, not the kernel's readahead window around it (~35 MB resident for 128
+    // random token rows of SmolLM2's table otherwise).
+    madvise((void *)a, b - a, MADV_RANDOM);
+  }
 }
 
 /** Rows repacked between two page drops (a multiple of k_repack's row groups). */
@@ -178,17 +184,19 @@ static napi_value js_repack(napi_env env, napi_callback_info info) {
   return arr;
 }
 
-// getRows(wBytes, type, rows, cols, ids, out)
+// getRows(wBytes, type, rows, cols, ids, out[, packed]): packed 1 when wBytes is repack()'s copy.
 static napi_value js_get_rows(napi_env env, napi_callback_info info) {
   ARGS(6);
   BYTES(0, w); INT(1, type); INT(2, rows); INT(3, cols); I32A(4, ids); F32A(5, out);
+  int64_t packed = 0;
+  if (argc > 6 && !get_i64(env, argv[6], &packed, "packed")) return NULL;
   const size_t rb = row_bytes((int)type, cols);
   NEED(rb, "getRows: unsupported weight type %lld or cols %lld", (long long)type, (long long)cols);
   NEED(w.len >= rb * (size_t)rows, "getRows: weight too small");
   NEED(out.len >= ids.len * (size_t)cols, "getRows: out too small");
   const int32_t *id = ids.data;
   for (size_t i = 0; i < ids.len; i++) NEED(id[i] >= 0 && id[i] < rows, "getRows: id %d out of range [0, %lld)", id[i], (long long)rows);
-  LOCKED(k_get_rows(w.data, (int)type, rows, cols, ids.data, (int64_t)ids.len, out.data));
+  LOCKED(k_get_rows(w.data, (int)type, rows, cols, ids.data, (int64_t)ids.len, out.data, packed != 0));
   return NULL;
 }
 

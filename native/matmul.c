@@ -250,12 +250,24 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
 // rows 0..7, then block u + 1 of rows 0..7, …, so that decoding reads one sequential stream
 // instead of eight side by side. Rows past the last whole group stay as they are. Returns 0 (and
 // writes nothing) when this CPU and type have no such kernels: the caller keeps the file's bytes.
-int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *dst) {
+// The bytes of one interleaved block of k_repack's layout for this type and row length, or 0 when
+// this CPU and type have no such kernels (the weight stays as in the file).
+static size_t repack_block_bytes(int type, int64_t cols, int64_t rows) {
 #if HAVE_X86
   // F16 and BF16 in blocks of eight values, for the float kernels (vecdot_float.h).
   const int half = (type == T_F16 || type == T_BF16) && cols % 8 == 0;
   if (!toy_has_vnni || !(vnni_for(type).x1 || half) || rows < VNNI_ROWS) return 0;
-  const size_t rb = row_bytes(type, cols), bs = half ? 16 : vnni_block_bytes(type), nb = rb / bs;
+  return half ? 16 : vnni_block_bytes(type);
+#else
+  (void)type; (void)cols; (void)rows;
+  return 0;
+#endif
+}
+
+int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *dst) {
+  const size_t bs = repack_block_bytes(type, cols, rows);
+  if (!bs) return 0;
+  const size_t rb = row_bytes(type, cols), nb = rb / bs;
   const int64_t groups = rows / VNNI_ROWS;
   for (int64_t g = 0; g < groups; g++) {
     const uint8_t *src = w + g * VNNI_ROWS * rb;
@@ -265,23 +277,31 @@ int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *ds
   }
   memcpy(dst + groups * VNNI_ROWS * rb, w + groups * VNNI_ROWS * rb, (size_t)(rows - groups * VNNI_ROWS) * rb);
   return 1;
-#else
-  (void)w; (void)type; (void)rows; (void)cols; (void)dst;
-  return 0;
-#endif
 }
 
-typedef struct { const uint8_t *w; int type; int64_t cols; size_t rb; const int32_t *ids; int64_t n; float *out; } gr_t;
+// Row r of a weight in k_repack's layout, as the file stores it: its blocks gathered from the
+// interleaved group (a row past the last whole group is where the file has it).
+static const uint8_t *unpacked_row(const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t r, uint8_t *tmp) {
+  const size_t rb = row_bytes(type, cols), bs = repack_block_bytes(type, cols, rows);
+  if (!bs || r >= rows / VNNI_ROWS * VNNI_ROWS) return w + r * rb;
+  const uint8_t *group = w + (r / VNNI_ROWS) * VNNI_ROWS * rb;
+  for (size_t u = 0; u < rb / bs; u++) memcpy(tmp + u * bs, group + (u * VNNI_ROWS + r % VNNI_ROWS) * bs, bs);
+  return tmp;
+}
+
+typedef struct { const uint8_t *w; int type; int64_t rows, cols; size_t rb; const int32_t *ids; int64_t n; float *out; int packed; } gr_t;
 
 static void get_rows_chunk(void *p, int64_t i, int ith) {
-  (void)ith;
   const gr_t *g = p;
-  dequantize_row(g->type, g->w + (int64_t)g->ids[i] * g->rb, g->out + i * g->cols, g->cols);
+  const uint8_t *row = g->packed ? unpacked_row(g->w, g->type, g->rows, g->cols, g->ids[i], pool_scratch(ith, 0, g->rb))
+                                 : g->w + (int64_t)g->ids[i] * g->rb;
+  dequantize_row(g->type, row, g->out + i * g->cols, g->cols);
 }
 
-void k_get_rows(const uint8_t *w, int type, int64_t rows, int64_t cols, const int32_t *ids, int64_t n, float *out) {
-  (void)rows;
-  gr_t g = { w, type, cols, row_bytes(type, cols), ids, n, out };
+// Rows ids of w (packed: in k_repack's layout, so that a tied embedding, repacked for the output
+// product, is read from that copy and its file pages stay dropped).
+void k_get_rows(const uint8_t *w, int type, int64_t rows, int64_t cols, const int32_t *ids, int64_t n, float *out, int packed) {
+  gr_t g = { w, type, rows, cols, row_bytes(type, cols), ids, n, out, packed };
   if (n * cols < 65536) for (int64_t i = 0; i < n; i++) get_rows_chunk(&g, i, 0);
   else pool_for(get_rows_chunk, &g, n);
 }

@@ -54,7 +54,7 @@ int k_matmul_multi(const float *x, int n, const toy_mm_weight_t *ws, int64_t col
 /** Writes w (rows × row_bytes) in the layout the widest kernels stream best to dst (same size);
  *  returns 0 and writes nothing when this CPU and type have none. */
 int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *dst);
-void k_get_rows(const uint8_t *w, int type, int64_t rows, int64_t cols, const int32_t *ids, int64_t n, float *out);
+void k_get_rows(const uint8_t *w, int type, int64_t rows, int64_t cols, const int32_t *ids, int64_t n, float *out, int packed);
 void k_rms_norm(const float *x, const float *w, int64_t rows, int64_t n, float eps, float *out);
 void k_layer_norm(const float *x, const float *w, const float *b, int64_t rows, int64_t n, float eps, float *out);
 void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDims, const int32_t *pos, const float *invFreq, int neox);

@@ -1,5 +1,5 @@
-// The activation workspace: arrays of one forward are handed out again in the next, zeroed,
-// except the result the caller keeps.
+// The activation workspace: arrays of one forward are handed out again in the next (and a
+// layer's in the next layer), zeroed, except the result the caller keeps.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -53,4 +53,25 @@ test("another shape in the next run gets new arrays of its own length", () => {
   ws.run(() => forward(1), (r) => r.y.data);
   const z = ws.run(() => Tensor.zeros([4, 5]), (r) => r.data);
   assert.equal(z.data.length, 20);
+});
+
+test("inside a run, a scope's arrays but its result are handed out again after it (the next layer's)", () => {
+  const ws = new Workspace();
+  let layer1: { h: Float32Array; g: Float32Array; y: Tensor } | undefined;
+  ws.run(() => {
+    const x0 = ws.scope(() => (layer1 = forward(1)).y, (y) => y.data);
+    const layer2 = ws.scope(() => forward(2), (r) => r.y.data);
+    assert.ok(layer2.h === layer1!.h && layer2.g === layer1!.g, "layer 2 takes layer 1's intermediates");
+    assert.ok(layer2.y.data !== x0.data, "layer 1's result is still the caller's");
+    assert.deepEqual([...x0.data], new Array(6).fill(1.5));
+    return layer2.y;
+  }, (y) => y.data);
+});
+
+test("only the latest run's arrays stay for the next one", () => {
+  const ws = new Workspace();
+  const a = ws.run(() => forward(1), (r) => r.y.data);
+  ws.run(() => Tensor.zeros([4, 5]), (r) => r.data); // needs none of a's arrays: they are let go
+  const c = ws.run(() => forward(2), (r) => r.y.data);
+  assert.ok(c.h !== a.h && c.g !== a.g);
 });

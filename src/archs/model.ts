@@ -71,9 +71,6 @@ export function forwardOf(arch: Architecture): Forward {
   return arch.forward ?? decoderForward;
 }
 
-/** Forwards of at most this many rows in all reuse the model's workspace. */
-const WORKSPACE_ROWS = 16;
-
 /** Options of loading a model. */
 export interface ModelOptions {
   /** KV-cache storage type (default f32: the references' numerics; the CLI defaults to f16). */
@@ -106,15 +103,9 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
     const batch = layoutBatch(sequences);
     const { segments, ids, positions } = batch, lastRows = allRows ? null : batch.lastRows;
     const ops = new InferenceOps(weights, ropes, device, segments, positions, lastRows);
-    // Decode steps (one row per sequence) reuse their activation arrays; longer forwards spread
-    // their allocation over many rows, and keeping their arrays would hold T rows' worth.
-    let out: Tensor;
-    if (ids.length <= WORKSPACE_ROWS) {
-      out = workspace.run(() => forward(ops, config, ids), (logits) => logits.data);
-    } else {
-      workspace.release(); // not held through a long forward's own peak
-      out = forward(ops, config, ids);
-    }
+    // Activation arrays are reused layer after layer and from one forward to the next of the
+    // same shape (decode steps; a prompt read in chunks): about one layer's worth stays resident.
+    const out = workspace.run(() => forward(ops, config, ids), (logits) => logits.data);
     for (const s of segments) s.cache!.length += s.length;
     return out;
   }

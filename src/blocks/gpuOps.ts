@@ -277,4 +277,5 @@ export class GpuOps implements Ops<GpuTensor> {
   }
 
   lastRows(x: GpuTensor): GpuTensor { return this.wanted ? this.gatherRows(x, this.wanted) : x; }
+  block(fn: () => GpuTensor): GpuTensor { return fn(); }
 }

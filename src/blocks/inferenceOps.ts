@@ -1,11 +1,13 @@
 // Ops (./ops.ts) for inference: Tensors, weights as stored (quantized types stay quantized; the
 // backend's kernels read them), attention through each sequence's KV cache, no tape. Every
-// output comes from Tensor.zeros, so decode steps reuse the workspace (tensor/workspace.ts).
+// output comes from Tensor.zeros, so forwards reuse the workspace's arrays
+// (tensor/workspace.ts).
 
 import type { AttentionOptions, Device } from "../backends/kernels.js";
 import * as P from "../primitives/index.js";
 import { ropeInvFreq } from "../primitives/rope.js";
 import { Tensor } from "../tensor/tensor.js";
+import { scoped } from "../tensor/workspace.js";
 import type { Weight } from "../tensor/weight.js";
 import type { Segment } from "./kvCache.js";
 import { expertProducts, hostRoutes, type HostRoutes } from "./hostExperts.js";
@@ -120,4 +122,5 @@ export class InferenceOps implements Ops<Tensor> {
     return y;
   }
   lastRows(x: Tensor): Tensor { return this.wanted ? P.gatherRows(x, this.wanted) : x; }
+  block(fn: () => Tensor): Tensor { return scoped(fn, (y) => y.data); }
 }

@@ -5,7 +5,7 @@
 // values of type X. Two implementations run the same code:
 //   - inference (./inferenceOps.ts): X = Tensor; weights as stored (quantized types stay
 //     quantized), the backend's fused kernels, attention through each sequence's KV cache, no
-//     tape; decode steps reuse the workspace (tensor/workspace.ts).
+//     tape; activations reuse the workspace's arrays (tensor/workspace.ts).
 //   - training (./trainingOps.ts): X = Var on the autograd tape; float32 parameters (and LoRA
 //     adapters), a batch of sequences, attention within each sequence; backward() gives every
 //     parameter's gradient.
@@ -108,4 +108,7 @@ export interface Ops<X extends Value> {
   /** The rows whose outputs are wanted: inference keeps each sequence's last row when asked
    *  to; training keeps all. */
   lastRows(x: X): X;
+  /** One block of the forward (a layer): inference may reuse what it allocated, all but its
+   *  result, after it returns (tensor/workspace.ts); training and the GPU just run it. */
+  block(fn: () => X): X;
 }

@@ -27,8 +27,12 @@ export interface BlockConfig {
   postNorms: boolean;
 }
 
-/** x: [T, d] → [T, d], layer `layer` */
+/** x: [T, d] → [T, d], layer `layer` (ops.block: inference reuses its activations' memory after it) */
 export function transformerBlock<X extends Value>(ops: Ops<X>, x: X, c: BlockConfig, layer: number): X {
+  return ops.block(() => block(ops, x, c, layer));
+}
+
+function block<X extends Value>(ops: Ops<X>, x: X, c: BlockConfig, layer: number): X {
   const n = blockNames(layer);
   let h = selfAttention(ops, norm(ops, x, n.attnNorm, c.norm), n, c.attn, layer);   // [T, d]
   if (c.postNorms) h = norm(ops, h, n.postAttnNorm, c.norm);

@@ -1,28 +1,35 @@
-// Activation buffers reused from one forward pass to the next.
+// Activation buffers reused within a forward pass and from one forward pass to the next.
 //
 // A decode step of a small model is a few hundred tiny ops; giving each a fresh Float32Array
 // costs ~1 MB of allocation and garbage collection per token, a large share of the step's
-// time outside the kernels (docs/performance.md). Inside `workspace.run(fn)` every
-// `Tensor.zeros` (so every primitive's output) takes an array the previous run handed out and
-// that died with it, zero-filled again, instead of a new one. Model code does not change.
+// time outside the kernels (docs/performance.md). A prompt forward allocates far more (SmolLM2,
+// 128 tokens: 394 arrays, 148 MB), fresh pages the kernel must fault in and V8 must collect,
+// which also set the process's peak memory. Inside `workspace.run(fn)` every `Tensor.zeros` (so
+// every primitive's output) takes a free array of that length, zero-filled again, instead of a
+// new one. Model code does not change, except that each block of the forward runs in
+// `scoped` (ops.block): once a layer returns, the arrays it took, all but its output, are free
+// for the next layer, so a forward holds about one layer's activations, not all of them.
 //
 // The run's result (the logits, and any array sharing its buffer) is never handed out again:
 // the caller owns it. Buffers are matched by length, so runs of other shapes (a batch of
-// another size) still work; only the arrays of the latest run are kept, so what stays resident
-// is one forward's worth of activations.
+// another size) still work; `run` keeps the arrays of the latest run for the next one unless
+// `release` lets them go.
 
 let active: Workspace | null = null;
 
 export class Workspace {
-  /** Arrays of the previous run, by length, free to hand out again. */
+  /** Arrays free to hand out, by length: given back in this run, or (stale) left by the previous one. */
   #free = new Map<number, Float32Array[]>();
-  /** Arrays handed out in the current run. */
+  #stale = new Map<number, Float32Array[]>();
+  /** Arrays handed out in the current run and not yet given back by a scope. */
   #used: Float32Array[] = [];
 
   /** Run `fn` with this workspace serving `Tensor.zeros`; `result` picks the arrays the caller keeps. */
   run<R>(fn: () => R, result: (r: R) => Float32Array): R {
     if (active) return fn(); // nested: the outer run owns the arrays
     active = this;
+    for (const [n, list] of this.#free) this.#stale.set(n, [...(this.#stale.get(n) ?? []), ...list]);
+    this.#free = new Map();
     let out: R;
     try {
       out = fn();
@@ -31,34 +38,51 @@ export class Workspace {
       throw e;
     } finally {
       active = null;
+      this.#stale.clear(); // what this run did not need: only the latest run's arrays stay
     }
     const kept = result(out).buffer;
-    this.#free.clear();
-    for (const a of this.#used) {
-      if (a.buffer === kept) continue;
-      const list = this.#free.get(a.length);
-      if (list) list.push(a);
-      else this.#free.set(a.length, [a]);
-    }
+    for (const a of this.#used) if (a.buffer !== kept) this.#give(a);
     this.#used = [];
     return out;
   }
 
-  /** Let go of the arrays kept for the next run (before a forward that does not use them). */
+  /** Inside `run`: fn's arrays, all but those sharing its result's buffer, are free once it returns. */
+  scope<R>(fn: () => R, result: (r: R) => Float32Array): R {
+    const mark = this.#used.length;
+    const out = fn();
+    const kept = result(out).buffer;
+    const taken = this.#used.splice(mark);
+    for (const a of taken) if (a.buffer === kept) this.#used.push(a); else this.#give(a);
+    return out;
+  }
+
+  /** Let go of the free arrays (before or after a forward whose arrays should not stay resident). */
   release(): void {
     this.#free.clear();
+    this.#stale.clear();
   }
 
   /** A zero-filled array of n values: a free one of that length, or a new one. */
   take(n: number): Float32Array {
-    const reused = this.#free.get(n)?.pop();
+    const reused = this.#free.get(n)?.pop() ?? this.#stale.get(n)?.pop();
     const a = reused ? reused.fill(0) : new Float32Array(n);
     this.#used.push(a);
     return a;
+  }
+
+  #give(a: Float32Array): void {
+    const list = this.#free.get(a.length);
+    if (list) list.push(a);
+    else this.#free.set(a.length, [a]);
   }
 }
 
 /** n zeros: from the running workspace if there is one, else a new array. */
 export function zeros(n: number): Float32Array {
   return active ? active.take(n) : new Float32Array(n);
+}
+
+/** fn in a scope of the running workspace (Workspace.scope), or just fn outside a run. */
+export function scoped<R>(fn: () => R, result: (r: R) => Float32Array): R {
+  return active ? active.scope(fn, result) : fn();
 }

@@ -85,7 +85,13 @@ function cpuKernels(a: NativeAddon): Kernels {
       });
       return a.matmulMulti(x, ws[0].cols, T, bytes, desc, outs);
     },
-    getRows: (w, ids, out) => a.getRows(w.bytes, w.type, w.rows, w.cols, ids, out),
+    // A tied embedding repacked for the output product is read from that copy: its file pages,
+    // dropped by the repack, stay out of memory. An embedding used only here is never repacked.
+    getRows: (w, ids, out) => {
+      const p = packed.get(w.bytes);
+      if (p) a.getRows(p, w.type, w.rows, w.cols, ids, out, 1);
+      else a.getRows(w.bytes, w.type, w.rows, w.cols, ids, out);
+    },
     rmsNorm: (x, weight, rows, n, eps, out) => a.rmsNorm(x, weight, rows, n, eps, out),
     layerNorm: (x, weight, bias, rows, n, eps, out) => a.layerNorm(x, weight, bias, rows, n, eps, out),
     rope: (x, T, nHeads, headDim, ropeDims, positions, invFreq, style) =>

@@ -12,7 +12,8 @@ export interface NativeAddon {
   matmulMulti(x: Float32Array, cols: number, T: number, weights: Uint8Array[], desc: Int32Array, outs: readonly Float32Array[]): boolean;
   /** The weight in the layout this CPU's widest kernels stream best, or undefined when there is none. */
   repack(w: Uint8Array, type: number, rows: number, cols: number): Uint8Array | undefined;
-  getRows(w: Uint8Array, type: number, rows: number, cols: number, ids: Int32Array, out: Float32Array): void;
+  /** packed 1: w is repack()'s copy of the weight. */
+  getRows(w: Uint8Array, type: number, rows: number, cols: number, ids: Int32Array, out: Float32Array, packed?: number): void;
   rmsNorm(x: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, out: Float32Array): void;
   layerNorm(x: Float32Array, weight: Float32Array, bias: Float32Array | null, rows: number, n: number, eps: number, out: Float32Array): void;
   rope(x: Float32Array, T: number, nHeads: number, headDim: number, ropeDims: number, positions: Int32Array, invFreq: Float32Array, neox: number): void;
