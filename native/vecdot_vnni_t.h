@@ -15,7 +15,7 @@
 // unsigned codes q + k as vnni_signed_n takes them), a cost of 1/T of the product.
 
 #define VT_ROWS 16
-#define VT_MIN_T 16
+#define VT_MIN_T 12 // below it the transposition costs more than it saves (CPU time, SmolLM2 shapes)
 
 /** One block of 16 weight rows: q[j] holds the unsigned codes of bytes 4j..4j+3 of row i at
  *  bytes 4i..4i+3; d the rows' scales. */
@@ -47,14 +47,53 @@ static inline __m256i vt_codes(int type, const uint8_t *b, float *d) {
   return _mm256_mask_add_epi8(nib, _cvtu32_mask32(qh), nib, _mm256_set1_epi8(16));
 }
 
-/** Rows r0..r0+15 of m, every block, into t[0..nu). */
-static void vt_transpose(const mm_t *m, size_t bs, int64_t r0, int64_t nu, vt_block_t *t) {
-  for (int64_t u = 0; u < nu; u++)
-    for (int i = 0; i < VT_ROWS; i++) {
-      uint32_t c[8];
-      _mm256_storeu_si256((__m256i *)c, vt_codes(m->type, vt_block(m, bs, r0 + i, u), &t[u].d[i]));
-      for (int j = 0; j < 8; j++) memcpy(&t[u].q[j][4 * i], &c[j], 4);
+// vt_transpose's permutes (permutex2var: lanes 0..15 from the first source, 16..31 the second).
+// Level 1, two registers of rows (r0, r1 | r2, r3) → lane 4j + r = dword j of row r, j < 4 (L)
+// or j + 4 (H). Level 2, two such (rows 0..3 | 4..7) → lane 8jj + r = dword j of row r, j = jj (a)
+// or jj + 2 (b). Level 3 joins the 256-bit halves of rows 0..7 and 8..15.
+static int32_t vt_idx[4][16] __attribute__((aligned(64)));
+static void vt_init_idx(void) {
+  for (int j = 0; j < 4; j++)
+    for (int r = 0; r < 4; r++) {
+      vt_idx[0][4 * j + r] = 8 * r + j;
+      vt_idx[1][4 * j + r] = 8 * r + j + 4;
     }
+  for (int jj = 0; jj < 2; jj++)
+    for (int r = 0; r < 8; r++) {
+      vt_idx[2][8 * jj + r] = (r < 4 ? 0 : 16) + 4 * jj + r % 4;
+      vt_idx[3][8 * jj + r] = (r < 4 ? 0 : 16) + 4 * (jj + 2) + r % 4;
+    }
+}
+
+/** Rows r0..r0+15 of m, every block, into t[0..nu): three levels of permutes per block. */
+static void vt_transpose(const mm_t *m, size_t bs, int64_t r0, int64_t nu, vt_block_t *t) {
+  static int ready; // the tables are the same for every caller; filling them twice is harmless
+  if (!ready) { vt_init_idx(); ready = 1; }
+  const __m512i i1L = _mm512_load_si512(vt_idx[0]), i1H = _mm512_load_si512(vt_idx[1]);
+  const __m512i i2a = _mm512_load_si512(vt_idx[2]), i2b = _mm512_load_si512(vt_idx[3]);
+  const __m512i i3lo = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0), i3hi = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+  for (int64_t u = 0; u < nu; u++) {
+    __m512i z[8], L[4], H[4], M[2][4];
+    for (int p = 0; p < 8; p++) {
+      const __m256i lo = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p, u), &t[u].d[2 * p]);
+      const __m256i hi = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p + 1, u), &t[u].d[2 * p + 1]);
+      z[p] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    }
+    for (int q = 0; q < 4; q++) {
+      L[q] = _mm512_permutex2var_epi32(z[2 * q], i1L, z[2 * q + 1]);
+      H[q] = _mm512_permutex2var_epi32(z[2 * q], i1H, z[2 * q + 1]);
+    }
+    for (int h = 0; h < 2; h++) {
+      M[h][0] = _mm512_permutex2var_epi32(L[2 * h], i2a, L[2 * h + 1]);
+      M[h][1] = _mm512_permutex2var_epi32(L[2 * h], i2b, L[2 * h + 1]);
+      M[h][2] = _mm512_permutex2var_epi32(H[2 * h], i2a, H[2 * h + 1]);
+      M[h][3] = _mm512_permutex2var_epi32(H[2 * h], i2b, H[2 * h + 1]);
+    }
+    for (int k = 0; k < 4; k++) {
+      _mm512_store_si512((void *)t[u].q[2 * k], _mm512_permutex2var_epi64(M[0][k], i3lo, M[1][k]));
+      _mm512_store_si512((void *)t[u].q[2 * k + 1], _mm512_permutex2var_epi64(M[0][k], i3hi, M[1][k]));
+    }
+  }
 }
 
 /** The 16 transposed rows t times NR (1 or 2) activation rows: out[r * ostride + i]. */

@@ -27,7 +27,7 @@ const withThreads = <R>(n: number, f: () => R): R => {
 const COLS = 256, ROWS = [96, 32, 40];
 
 for (const type of MATMUL_TYPES) {
-  for (const T of [1, 7, 24]) { // 24: prompts of the signed types take vecdot_vnni_t.h (T ≥ 16)
+  for (const T of [1, 7, 24]) { // 24: prompts of the signed types take vecdot_vnni_t.h (T ≥ 12)
     test(`matmulMany ${typeName(type)} T=${T}: the bits of one matmul per weight, 1 and 2 threads`, { skip }, () => {
       const ws = ROWS.map((rows, i) => makeWeight(type, rows, COLS, 100 + i));
       const x = randn(T * COLS, 7);
