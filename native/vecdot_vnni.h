@@ -414,9 +414,11 @@ static void vnni_chunk(void *p, int64_t blk, int ith) {
   const size_t bs = vnni_block_bytes(m->type), rs = m->packed ? bs : m->rb, us = m->packed ? 8 * bs : bs;
   const int64_t nu = m->cols / 32, rows = m->rows, r1 = (blk + 1) * VD_ROWS < rows ? (blk + 1) * VD_ROWS : rows;
   int64_t r0 = blk * VD_ROWS;
-  if (m->T >= VT_MIN_T && (vt_supported(m->type) || m->type == T_Q6_K) && r1 - r0 >= VT_ROWS) {
+  const int kq = m->type == T_Q4_K || m->type == T_Q5_K || m->type == T_Q6_K;
+  if (m->T >= VT_MIN_T && (vt_supported(m->type) || kq) && r1 - r0 >= VT_ROWS) {
     const int g = (int)((r1 - r0) / VT_ROWS);
     if (m->type == T_Q6_K) vt6_chunk_rows(m, r0, g, ith);
+    else if (kq) vt45_chunk_rows(m, r0, g, ith);
     else vt_chunk_rows(m, r0, g, ith);
     r0 += (int64_t)g * VT_ROWS;
     if (r0 == r1) return;

@@ -261,3 +261,116 @@ static void vt6_chunk_rows(const mm_t *m, int64_t r0, int g, int ith) {
     for (int i = 0; i < g; i++) vt6_x1(t + i * nb, &xr, ys, nb, m->out + r * rows + r0 + VT_ROWS * i, rows);
   }
 }
+
+// Q4_K and Q5_K the same way (vnni_q45_K_n's operations): 8 sub-blocks of 32 per super-block,
+// each with a 6-bit scale (a per-row vector for vpdpwssd) and a 6-bit min, whose term
+// dmin·Σ m·(block sums of x) runs lane by lane on 16 rows as vnni_q45_K_n runs it on 8.
+
+/** One super-block of 16 Q4_K/Q5_K rows: q[g][j] as vt_block_t's q for sub-block g, sc[g] lane
+ *  i = row i's scale of sub-block g (16 bits, twice), mn[g] its min as a float, d and dmin. */
+typedef struct { uint8_t q[8][8][64]; int32_t sc[8][16]; float mn[8][16]; float d[16], dmin[16]; } vt45_block_t;
+
+/** Rows r0..r0+15 of m (Q4_K, or Q5_K with five), every super-block, into t[0..nb). */
+static void vt45_transpose(const mm_t *m, int64_t r0, int64_t nb, vt45_block_t *t, int five) {
+  const size_t bs = five ? 176 : 144;
+  const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < nb; b++) {
+    __m256i codes[16][8];
+    for (int i = 0; i < VT_ROWS; i++) {
+      const uint8_t *blk = vt_block(m, bs, r0 + i, b);
+      uint16_t h[2];
+      memcpy(h, blk, 4);
+      t[b].d[i] = _cvtsh_ss(h[0]);
+      t[b].dmin[i] = _cvtsh_ss(h[1]);
+      for (int g = 0; g < 8; g++) {
+        int sc, mn;
+        vd_scale_min(g, blk + 4, &sc, &mn);
+        t[b].sc[g][i] = (int32_t)((uint32_t)(uint16_t)sc | (uint32_t)(uint16_t)sc << 16);
+        t[b].mn[g][i] = (float)mn;
+      }
+      const uint8_t *qs = blk + (five ? 48 : 16);
+      for (int j = 0; j < 4; j++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+        __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+        if (five) {
+          const __m256i hb = _mm256_loadu_si256((const __m256i *)(blk + 16));
+          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), one), 4));
+          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), one), 4));
+        }
+        codes[i][2 * j] = lo;
+        codes[i][2 * j + 1] = hi;
+      }
+    }
+    for (int g = 0; g < 8; g++) {
+      __m512i z[8];
+      for (int p = 0; p < 8; p++) z[p] = _mm512_inserti64x4(_mm512_castsi256_si512(codes[2 * p][g]), codes[2 * p + 1][g], 1);
+      vt_transpose16(z, t[b].q[g]);
+    }
+  }
+}
+
+/** The 16 transposed Q4_K/Q5_K rows t times NR (1 or 2) activation rows. */
+VNNI_KERNEL void vt45_n(const vt45_block_t *t, const xrow_t *x, int NR, int64_t nb, float *out, int64_t ostride) {
+  __m512 acc[2][8], mins[2];
+  for (int r = 0; r < NR; r++) {
+    mins[r] = _mm512_setzero_ps();
+    for (int j = 0; j < 8; j++) acc[r][j] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; b++) {
+    __m512i sumi[2][8];
+    __m512 msum[2];
+    for (int r = 0; r < NR; r++) {
+      msum[r] = _mm512_setzero_ps();
+      for (int j = 0; j < 8; j++) sumi[r][j] = _mm512_setzero_si512();
+    }
+    for (int jj = 0; jj < 4; jj++) { // the mins of sub-blocks 2jj, 2jj+1, as vnni_q45_K_n adds them
+      const int64_t u = 8 * b + 2 * jj;
+      const __m512 m0 = _mm512_load_ps(t[b].mn[2 * jj]), m1 = _mm512_load_ps(t[b].mn[2 * jj + 1]);
+      for (int r = 0; r < NR; r++) {
+        const __m512 t0 = _mm512_mul_ps(m0, _mm512_set1_ps(x[r].fs[2 * u] + x[r].fs[2 * u + 1]));
+        const __m512 t1 = _mm512_mul_ps(m1, _mm512_set1_ps(x[r].fs[2 * u + 2] + x[r].fs[2 * u + 3]));
+        msum[r] = _mm512_add_ps(msum[r], _mm512_add_ps(t0, t1));
+      }
+    }
+    for (int g = 0; g < 8; g++) {
+      const __m512i sc = _mm512_load_si512(t[b].sc[g]);
+      for (int j = 0; j < 8; j++) {
+        const __m512i wq = _mm512_load_si512(t[b].q[g][j]);
+        for (int r = 0; r < NR; r++) {
+          const int32_t *xq = (const int32_t *)(x[r].q + 256 * b + 32 * g);
+          sumi[r][j] = _mm512_dpwssd_epi32(sumi[r][j], _mm512_maddubs_epi16(wq, _mm512_set1_epi32(xq[j])), sc);
+        }
+      }
+    }
+    const __m512 d = _mm512_load_ps(t[b].d), dmin = _mm512_load_ps(t[b].dmin);
+    for (int r = 0; r < NR; r++) {
+      const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(x[r].dx[8 * b]));
+      for (int j = 0; j < 8; j++) acc[r][j] = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(sumi[r][j]), acc[r][j]);
+      mins[r] = _mm512_add_ps(mins[r], _mm512_mul_ps(dmin, msum[r]));
+    }
+  }
+  for (int r = 0; r < NR; r++) { // hsum_f32_avx2's tree lane by lane, then the mins
+    const __m512 s0 = _mm512_add_ps(acc[r][0], acc[r][4]), s1 = _mm512_add_ps(acc[r][1], acc[r][5]);
+    const __m512 s2 = _mm512_add_ps(acc[r][2], acc[r][6]), s3 = _mm512_add_ps(acc[r][3], acc[r][7]);
+    _mm512_storeu_ps(out + r * ostride, _mm512_sub_ps(_mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3)), mins[r]));
+  }
+}
+static void vt45_x1(const vt45_block_t *t, const xrow_t *x, int64_t nb, float *out, int64_t os) { vt45_n(t, x, 1, nb, out, os); }
+static void vt45_x2(const vt45_block_t *t, const xrow_t *x, int64_t nb, float *out, int64_t os) { vt45_n(t, x, 2, nb, out, os); }
+
+/** Rows [r0, r0 + 16·g) of a Q4_K/Q5_K prompt product, every activation row. */
+static void vt45_chunk_rows(const mm_t *m, int64_t r0, int g, int ith) {
+  const int64_t nb = m->cols / 256, rows = m->rows;
+  const int five = m->type == T_Q5_K;
+  vt45_block_t *t = pool_scratch(ith, 2, (size_t)g * nb * sizeof(vt45_block_t));
+  for (int i = 0; i < g; i++) vt45_transpose(m, r0 + VT_ROWS * i, nb, t + i * nb, five);
+  int64_t r = 0;
+  for (; r + 2 <= m->T; r += 2) {
+    xrow_t xr[2] = { xrow_at(m, r), xrow_at(m, r + 1) };
+    for (int i = 0; i < g; i++) vt45_x2(t + i * nb, xr, nb, m->out + r * rows + r0 + VT_ROWS * i, rows);
+  }
+  for (; r < m->T; r++) {
+    xrow_t xr = xrow_at(m, r);
+    for (int i = 0; i < g; i++) vt45_x1(t + i * nb, &xr, nb, m->out + r * rows + r0 + VT_ROWS * i, rows);
+  }
+}
