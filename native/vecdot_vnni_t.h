@@ -1,6 +1,6 @@
-// Prompt products of the signed types (Q4_0, Q5_0, Q8_0) on a transposed copy of 16 weight rows,
-// with AVX-512 VNNI. Included by vecdot_vnni.h's user (matmul.c) after it, inside the AVX-512
-// target region; vnni_chunk takes it for prompts (T ≥ VT_MIN_T).
+// Prompt products of the signed types (Q4_0, Q5_0, Q8_0) and the K-quants (Q4_K, Q5_K, Q6_K; at the
+// end) on a transposed copy of 16 weight rows, with AVX-512 VNNI. Included by vecdot_vnni.h before
+// vnni_chunk, inside matmul.c's AVX-512 target region; vnni_chunk takes it for prompts (T ≥ VT_MIN_T).
 //
 // Same bits as vnni_signed_n, for the same reason that kernel has the one-row kernel's bits: each
 // output's eight lanes (lane j: the integer dot of bytes 4j..4j+3 of a 32-value block) are summed
