@@ -109,18 +109,46 @@ static int rope_span_tables(int32_t pmin, int32_t pmax, const float *invFreq, in
   return 1;
 }
 
+/** Row t's heads rotated by the angles whose cos and sin are cc, ss. */
+static inline void rope_row(float *x, int64_t t, int64_t nHeads, int64_t headDim, int64_t half, const float *cc, const float *ss, int neox) {
+  for (int64_t h = 0; h < nHeads; h++) {
+    float *o = x + (t * nHeads + h) * headDim;
+    for (int64_t i = 0; i < half; i++) {
+      const int64_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+      const float x0 = o[a], x1 = o[b];
+      o[a] = x0 * cc[i] - x1 * ss[i];
+      o[b] = x0 * ss[i] + x1 * cc[i];
+    }
+  }
+}
+
+// Rows of a prompt on the pool, from the span's tables (each row computed as on one thread).
+typedef struct { float *x; int64_t nHeads, headDim, half; const int32_t *pos; int32_t pmin; int neox; } rope_job_t;
+static void rope_span_chunk(void *p, int64_t t, int ith) {
+  (void)ith;
+  const rope_job_t *j = p;
+  const int64_t at = (int64_t)(j->pos[t] - j->pmin) * j->half;
+  rope_row(j->x, t, j->nHeads, j->headDim, j->half, rope_span.c + at, rope_span.s + at, j->neox);
+}
+
 void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDims, const int32_t *pos, const float *invFreq, int neox) {
   const int64_t half = ropeDims / 2;
   if (half > ROPE_MAX_HALF) return; // checked by the caller
   float c[ROPE_MAX_HALF], s[ROPE_MAX_HALF];
   int32_t pmin = T > 0 ? pos[0] : 0, pmax = pmin;
   for (int64_t t = 1; t < T; t++) { if (pos[t] < pmin) pmin = pos[t]; if (pos[t] > pmax) pmax = pos[t]; }
-  const int span = T > 1 && (int64_t)pmax - pmin + 1 < T && rope_span_tables(pmin, pmax, invFreq, half);
+  // A prompt's positions are one span (pmax − pmin + 1 = T): its tables serve q and k of every
+  // layer, instead of T·half cos and sin per call.
+  const int span = T > 1 && (int64_t)pmax - pmin + 1 <= T && rope_span_tables(pmin, pmax, invFreq, half);
+  if (span) {
+    rope_job_t j = { x, nHeads, headDim, half, pos, pmin, neox };
+    if (T * nHeads * half < 16384) for (int64_t t = 0; t < T; t++) rope_span_chunk(&j, t, 0);
+    else pool_for(rope_span_chunk, &j, T);
+    return;
+  }
   for (int64_t t = 0; t < T; t++) {
     const float *cc = c, *ss = s;
-    if (span) {
-      cc = rope_span.c + (pos[t] - pmin) * half; ss = rope_span.s + (pos[t] - pmin) * half;
-    } else if (rope_cache.valid && rope_cache.pos == pos[t] && rope_cache.half == half && !memcmp(rope_cache.inv, invFreq, half * sizeof(float))) {
+    if (rope_cache.valid && rope_cache.pos == pos[t] && rope_cache.half == half && !memcmp(rope_cache.inv, invFreq, half * sizeof(float))) {
       cc = rope_cache.c; ss = rope_cache.s;
     } else if (T == 1) {
       rope_table(pos[t], invFreq, half, rope_cache.c, rope_cache.s);
@@ -130,15 +158,7 @@ void k_rope(float *x, int64_t T, int64_t nHeads, int64_t headDim, int64_t ropeDi
     } else {
       rope_table(pos[t], invFreq, half, c, s);
     }
-    for (int64_t h = 0; h < nHeads; h++) {
-      float *o = x + (t * nHeads + h) * headDim;
-      for (int64_t i = 0; i < half; i++) {
-        const int64_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-        const float x0 = o[a], x1 = o[b];
-        o[a] = x0 * cc[i] - x1 * ss[i];
-        o[b] = x0 * ss[i] + x1 * cc[i];
-      }
-    }
+    rope_row(x, t, nHeads, headDim, half, cc, ss, neox);
   }
 }
 

@@ -401,15 +401,28 @@ static void vnni_signed_nk(xrow_t *x, int64_t nu, int k, int32_t *nk) {
   x->nk = nk;
 }
 
+#include "vecdot_vnni_t.h"
+
 /** vd_chunk with eight weight rows per call; rows past a multiple of eight take the AVX2 kernel.
  *  Repacked weights (m->packed, vnni_repack) hold each group of eight rows block-interleaved: the
- *  kernel then reads one sequential stream. Same bits either way. */
+ *  kernel then reads one sequential stream. Same bits either way. Prompts of the signed types
+ *  take vecdot_vnni_t.h's kernel for whole groups of 16 rows (same bits again). */
 static void vnni_chunk(void *p, int64_t blk, int ith) {
   const mm_t *m = p;
   const vnni_pair f8 = vnni_for(m->type);
   const vd_pair f1 = vd_for(m->type);
   const size_t bs = vnni_block_bytes(m->type), rs = m->packed ? bs : m->rb, us = m->packed ? 8 * bs : bs;
-  const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
+  const int64_t nu = m->cols / 32, rows = m->rows, r1 = (blk + 1) * VD_ROWS < rows ? (blk + 1) * VD_ROWS : rows;
+  int64_t r0 = blk * VD_ROWS;
+  const int kq = m->type == T_Q4_K || m->type == T_Q5_K || m->type == T_Q6_K;
+  if (m->T >= VT_MIN_T && (vt_supported(m->type) || kq) && r1 - r0 >= VT_ROWS) {
+    const int g = (int)((r1 - r0) / VT_ROWS);
+    if (m->type == T_Q6_K) vt6_chunk_rows(m, r0, g, ith);
+    else if (kq) vt45_chunk_rows(m, r0, g, ith);
+    else vt_chunk_rows(m, r0, g, ith);
+    r0 += (int64_t)g * VT_ROWS;
+    if (r0 == r1) return;
+  }
   const int k = vnni_signed_k(m->type);
   int32_t *nk = k ? pool_scratch(ith, 0, (size_t)(4 * 8 * nu) * sizeof(int32_t)) : NULL;
   int64_t t = 0;

@@ -1,6 +1,6 @@
 // The cpu backend's matmulMany (several weights times the same activations as one pool job: a
 // layer's q, k, v, or gate and up) against one matmul per weight: the same bits for every storage
-// type, for decode (T = 1) and prompt (T = 7) shapes, on 1 and 2 threads, packed or not; and the
+// type, for decode (T = 1) and prompt (T = 7, 24) shapes, on 1 and 2 threads, packed or not; and the
 // primitive's fallback when the weights' activations are quantized differently.
 
 import { test } from "node:test";
@@ -27,7 +27,7 @@ const withThreads = <R>(n: number, f: () => R): R => {
 const COLS = 256, ROWS = [96, 32, 40];
 
 for (const type of MATMUL_TYPES) {
-  for (const T of [1, 7]) {
+  for (const T of [1, 7, 24]) { // 24: prompts of the signed types take vecdot_vnni_t.h (T ≥ 12)
     test(`matmulMany ${typeName(type)} T=${T}: the bits of one matmul per weight, 1 and 2 threads`, { skip }, () => {
       const ws = ROWS.map((rows, i) => makeWeight(type, rows, COLS, 100 + i));
       const x = randn(T * COLS, 7);
