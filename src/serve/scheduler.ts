@@ -413,12 +413,14 @@ export class Scheduler {
   private plan(): Row[] {
     const rows: Row[] = [];
     const reading: { slot: Slot; a: Active }[] = [];
-    // What other slots read since a request started (the whole prompt: it generates from here).
-    for (const slot of this.slots) if (slot.active && !slot.active.generation && !slot.active.job.signal.aborted) this.share(slot, slot.active);
     for (const slot of this.slots) {
       const a = slot.active;
       if (!a) continue;
       if (a.job.signal.aborted) { this.release(slot, "aborted"); continue; }
+      // What other slots read since it started (the whole prompt: it generates from here). Done
+      // slot by slot with the sampling, so each first token leaves as soon as its own copy is
+      // made, not after every waiting request's copy.
+      if (!a.generation) this.share(slot, a);
       if (!a.generation) { reading.push({ slot, a }); continue; }
       try {
         const id = a.generation.next(); // samples, emits the token (the client sees it now)
