@@ -46,6 +46,11 @@ defaults
   timeout connect 2s
   timeout client 5m
   timeout server 5m
+  # A check may wait this long for /ready's answer once connected (without it, the whole check
+  # must fit in "inter": a replica busy for 250 ms on a loaded machine was taken out, and with
+  # both out a request got haproxy's own 503). A draining replica's 503 or a refused connection
+  # still takes a replica out at once.
+  timeout check 2s
   # A request a replica refuses (503 while it drains, or connection refused once it is gone) is
   # sent again, to another replica: the whole body is buffered so that it can be.
   option http-buffer-request

@@ -107,44 +107,39 @@ export class Sampler {
 /** The k largest entries' indices, largest first; ties broken by the smaller index. */
 export function topIds(x: ArrayLike<number>, k: number): number[] {
   const better = (a: number, b: number) => x[a] > x[b] || (x[a] === x[b] && a < b);
+  if (k <= 0) return [];
   if (k >= x.length / 4) {
     return Array.from({ length: x.length }, (_, i) => i).sort((a, b) => (better(a, b) ? -1 : better(b, a) ? 1 : 0)).slice(0, k);
   }
-  // A min-heap of the best k seen so far.
-  const heap: number[] = [];
+  // A min-heap of the best k seen so far (the worst of them at the root), started from the
+  // first k entries.
+  const heap = new Int32Array(k);
   const worse = (a: number, b: number) => better(b, a);
-  const up = (i: number) => {
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!worse(heap[i], heap[p])) break;
-      [heap[i], heap[p]] = [heap[p], heap[i]];
-      i = p;
-    }
-  };
   const down = (i: number) => {
     for (;;) {
       const l = 2 * i + 1, r = l + 1;
       let m = i;
-      if (l < heap.length && worse(heap[l], heap[m])) m = l;
-      if (r < heap.length && worse(heap[r], heap[m])) m = r;
+      if (l < k && worse(heap[l], heap[m])) m = l;
+      if (r < k && worse(heap[r], heap[m])) m = r;
       if (m === i) return;
-      [heap[i], heap[m]] = [heap[m], heap[i]];
+      const t = heap[i];
+      heap[i] = heap[m];
+      heap[m] = t;
       i = m;
     }
   };
+  for (let i = 0; i < k; i++) heap[i] = i;
+  for (let i = (k >> 1) - 1; i >= 0; i--) down(i);
   // Every index in the heap is smaller than i, so i beats the heap's worst exactly when its
-  // value is larger: one comparison per entry (a server samples a 49152-token vocabulary per token).
-  let floor = -Infinity;
-  for (let i = 0; i < x.length; i++) {
-    if (heap.length < k) {
-      heap.push(i);
-      up(heap.length - 1);
-      if (heap.length === k) floor = x[heap[0]];
-    } else if (x[i] > floor) {
+  // value is larger: one comparison per entry (a server samples a 49152-token vocabulary per
+  // token, so this loop is most of a sampling step).
+  let floor = x[heap[0]];
+  for (let i = k; i < x.length; i++) {
+    if (x[i] > floor) {
       heap[0] = i;
       down(0);
       floor = x[heap[0]];
     }
   }
-  return heap.sort((a, b) => (better(a, b) ? -1 : 1));
+  return Array.from(heap).sort((a, b) => (better(a, b) ? -1 : 1));
 }

@@ -28,6 +28,7 @@ import { argmax, topIds, type SamplingOptions } from "../engines/sampling.js";
 import { logSumExp } from "../primitives/softmax.js";
 import { ApiError } from "./errors.js";
 import type { TokenLogprob } from "./textStream.js";
+import { trace } from "./trace.js";
 
 export interface Job {
   prompt: number[];
@@ -350,6 +351,7 @@ export class Scheduler {
       setImmediate(() => this.tick());
       return;
     }
+    trace("tick", this.arrivalTurns);
     this.arrivalTurns = 0;
     // `ticking` stays set until the forward is back, so no second tick starts meanwhile.
     const rows = this.plan();
@@ -368,13 +370,16 @@ export class Scheduler {
     // writes until process.nextTick (they cork the socket to send a chunk's pieces together): a
     // forward run now would keep every token in its socket until the forward ends. Run it after
     // those writes, so a token leaves before the forward that follows it.
+    trace("plan", `${rows.length} seqs ${batch.reduce((n, b) => n + b.ids.length, 0)} rows`);
     process.nextTick(() => {
+      trace("forward");
       let logits: Float32Array | undefined, error: unknown;
       try {
         logits = this.model.forwardBatch(batch).data;
       } catch (e) {
         error = e;
       }
+      trace("back");
       this.land(rows);
       try {
         if (logits) this.advanceAll(rows, logits); else this.failAll(rows, error);
@@ -408,12 +413,14 @@ export class Scheduler {
   private plan(): Row[] {
     const rows: Row[] = [];
     const reading: { slot: Slot; a: Active }[] = [];
-    // What other slots read since a request started (the whole prompt: it generates from here).
-    for (const slot of this.slots) if (slot.active && !slot.active.generation && !slot.active.job.signal.aborted) this.share(slot, slot.active);
     for (const slot of this.slots) {
       const a = slot.active;
       if (!a) continue;
       if (a.job.signal.aborted) { this.release(slot, "aborted"); continue; }
+      // What other slots read since it started (the whole prompt: it generates from here). Done
+      // slot by slot with the sampling, so each first token leaves as soon as its own copy is
+      // made, not after every waiting request's copy.
+      if (!a.generation) this.share(slot, a);
       if (!a.generation) { reading.push({ slot, a }); continue; }
       try {
         const id = a.generation.next(); // samples, emits the token (the client sees it now)

@@ -26,6 +26,7 @@ import { registerBrowserRoutes, OPEN_BROWSER_ROUTES } from "./browserRoutes.js";
 import { chatPage } from "./page.js";
 import { chatSchema, completionSchema, settingsFrom, toolRequest, type ChatBody, type CompletionBody, type GenerationSettings } from "./request.js";
 import { Scheduler, type JobResult } from "./scheduler.js";
+import { trace } from "./trace.js";
 import { TextStream, type TextPiece, type TokenLogprob } from "./textStream.js";
 import { renderInputs, toolCallGbnf, ToolCallParser, toolFamily, type ToolCall, type ToolOutput, type ToolSetup } from "./tools.js";
 
@@ -92,7 +93,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
   });
 
-  app.server.on("connection", () => arrivals++);
+  app.server.on("connection", () => { arrivals++; trace("connection"); });
 
   app.setErrorHandler((e, _req, reply) => {
     const err = fromFrameworkError(e);
@@ -109,6 +110,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
     const generating = req.method === "POST" && route.startsWith("/v1/");
     if (generating) inFlight++;
     arrivals++;
+    trace("request", req.id);
     reply.raw.once("close", () => {
       metrics.request(route, reply.raw.statusCode);
       if (generating && --inFlight === 0) for (const w of inFlightWaiters.splice(0)) w();
@@ -186,6 +188,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
 
   app.post<{ Body: CompletionBody }>("/v1/completions", { schema: { body: completionSchema } }, async (req, reply) => {
     const body = req.body;
+    trace("handler", req.id);
     checkModel(body.model);
     const p = body.prompt;
     const prompt = typeof p === "string" ? tokenizer.encode(p)
@@ -286,7 +289,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
           stopIds, topLogprobs: settings.topLogprobs, signal: abort.signal, constraint: constraintFor(settings, stopIds),
           onToken: (tok, lp) => {
             const now = performance.now();
-            if (c.lastToken === 0) metrics.firstToken((now - arrived) / 1000);
+            if (c.lastToken === 0) { metrics.firstToken((now - arrived) / 1000); trace("first", req.id); }
             else metrics.nextToken((now - c.lastToken) / 1000);
             c.lastToken = now;
             const piece = c.text.push(tok, lp);
@@ -294,6 +297,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
             if (c.text.stopped) return false;
           },
         }); // throws 503 / 400 here, before anything is sent
+        trace("submitted", req.id);
         c.done.then((r) => metrics.generation(r.promptTokens, r.cachedTokens, r.sharedTokens, r.tokens.length, r.finishReason), () => {});
       }
     } catch (e) {
