@@ -111,8 +111,14 @@ TOY_INLINE VF NAME(kv_vec)(const uint8_t *row, int type, int64_t i) {
 // bits (hd a multiple of 16 there).
 TOY_INLINE void NAME(att_scores_vec)(const att_t *a, const uint8_t *k, int type, int64_t n, const float *q, int nh, float *scores) {
   const int64_t hd = a->headDim;
+  // Each key's 8-lane sum (the two chains added) is kept for a group of eight keys, whose
+  // horizontal sums then run side by side (hsum8_f32_avx2: the same additions as hsum_f32_avx2,
+  // so the same bits, at a fraction of the shuffles); a last group of fewer keys one by one.
+  __m256 sums[ATT_HEADS][8];
+  const __m256 scale = _mm256_set1_ps(a->scale);
   for (int64_t j = 0; j < n; j++) {
     const uint8_t *row = k + j * a->rowBytes;
+    const int jj = (int)(j & 7);
 #if IMPL_AVX512
     __m512 acc[ATT_HEADS];
     for (int h = 0; h < nh; h++) acc[h] = _mm512_setzero_ps();
@@ -120,10 +126,8 @@ TOY_INLINE void NAME(att_scores_vec)(const att_t *a, const uint8_t *k, int type,
       const __m512 kv = NAME(kv_vec)(row, type, i);
       for (int h = 0; h < nh; h++) acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * hd + i), kv, acc[h]);
     }
-    for (int h = 0; h < nh; h++) {
-      const __m256 lo = _mm512_castps512_ps256(acc[h]), hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[h]), 1));
-      scores[h * ATT_CHUNK + j] = hsum_f32_avx2(_mm256_add_ps(lo, hi)) * a->scale;
-    }
+    for (int h = 0; h < nh; h++)
+      sums[h][jj] = _mm256_add_ps(_mm512_castps512_ps256(acc[h]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[h]), 1)));
 #else
     __m256 acc0[ATT_HEADS], acc1[ATT_HEADS];
     for (int h = 0; h < nh; h++) acc0[h] = acc1[h] = _mm256_setzero_ps();
@@ -139,9 +143,13 @@ TOY_INLINE void NAME(att_scores_vec)(const att_t *a, const uint8_t *k, int type,
       const __m256 k0 = NAME(kv_vec)(row, type, i);
       for (int h = 0; h < nh; h++) acc0[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + i), k0, acc0[h]);
     }
-    for (int h = 0; h < nh; h++) scores[h * ATT_CHUNK + j] = hsum_f32_avx2(_mm256_add_ps(acc0[h], acc1[h])) * a->scale;
+    for (int h = 0; h < nh; h++) sums[h][jj] = _mm256_add_ps(acc0[h], acc1[h]);
 #endif
+    if (jj == 7)
+      for (int h = 0; h < nh; h++) _mm256_storeu_ps(scores + h * ATT_CHUNK + j - 7, _mm256_mul_ps(hsum8_f32_avx2(sums[h]), scale));
   }
+  for (int64_t j = n & ~(int64_t)7; j < n; j++)
+    for (int h = 0; h < nh; h++) scores[h * ATT_CHUNK + j] = hsum_f32_avx2(sums[h][j & 7]) * a->scale;
 }
 
 // out_h[i0 .. i0 + nl·VL) = Σ_j p_h[j] v_j over keys j < n, for nh heads (out rows `stride` apart).
