@@ -28,7 +28,7 @@ import { argmax, topIds, type SamplingOptions } from "../engines/sampling.js";
 import { logSumExp } from "../primitives/softmax.js";
 import { ApiError } from "./errors.js";
 import type { TokenLogprob } from "./textStream.js";
-import { trace } from "./trace.js";
+import { trace, tracing } from "./trace.js";
 
 export interface Job {
   prompt: number[];
@@ -359,9 +359,11 @@ export class Scheduler {
     const batch = rows.map((r) => ({ ids: Int32Array.from(r.ids), cache: r.slot.cache! }));
     // The rows' caches must not change (a slot given to another job) until the forward is back.
     for (const r of rows) r.slot.inFlight = true;
+    if (tracing) trace("plan", `${rows.length} seqs ${batch.reduce((n, b) => n + b.ids.length, 0)} rows`);
     if (this.model.forwardBatchAsync) {
+      trace("forward");
       this.model.forwardBatchAsync(batch).then(
-        (logits) => { this.land(rows); this.advanceAll(rows, logits.data); },
+        (logits) => { trace("back"); this.land(rows); this.advanceAll(rows, logits.data); },
         (e) => { this.land(rows); this.failAll(rows, e); },
       ).finally(() => this.endTick());
       return;
@@ -370,7 +372,6 @@ export class Scheduler {
     // writes until process.nextTick (they cork the socket to send a chunk's pieces together): a
     // forward run now would keep every token in its socket until the forward ends. Run it after
     // those writes, so a token leaves before the forward that follows it.
-    trace("plan", `${rows.length} seqs ${batch.reduce((n, b) => n + b.ids.length, 0)} rows`);
     process.nextTick(() => {
       trace("forward");
       let logits: Float32Array | undefined, error: unknown;

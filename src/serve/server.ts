@@ -156,6 +156,7 @@ export function createServer(model: LanguageModel, tokenizer: Tokenizer, opts: S
 
   app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatSchema } }, async (req, reply) => {
     const body = req.body;
+    trace("handler", req.id);
     checkModel(body.model);
     if (body.top_logprobs != null && body.logprobs !== true) throw invalid("top_logprobs needs logprobs: true", "top_logprobs");
     const settings = settingsFrom(body, body.logprobs === true ? body.top_logprobs ?? 0 : undefined, model.nVocab);
