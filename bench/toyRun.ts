@@ -36,10 +36,15 @@ async function greedy(token: number, cache: ReturnType<typeof newCache>): Promis
   return argmax(model.forward(Int32Array.of(token), cache, "last").data);
 }
 
-// Warm-up: touch every weight page once (llama-bench also runs a warm-up); on webgpu this also
+// Warm-up as llama-bench's: the whole prompt once for a prompt test, one decode step for a
+// generation test (after a short forward that touches every weight page). On webgpu this also
 // uploads the weights and compiles the pipelines.
-await forward(benchTokens(8, model.nVocab), newCache(16));
-if (onGpu) await greedy(1, newCache(16));
+if (test.kind === "pp") await forward(benchTokens(test.n, model.nVocab), newCache(test.n));
+else {
+  const cache = newCache(16);
+  await forward(benchTokens(8, model.nVocab), cache);
+  await greedy(1, cache);
+}
 
 let seconds: number;
 if (test.kind === "pp") {
