@@ -421,7 +421,7 @@ export class Scheduler {
       // What other slots read since it started (the whole prompt: it generates from here). Done
       // slot by slot with the sampling, so each first token leaves as soon as its own copy is
       // made, not after every waiting request's copy.
-      if (!a.generation) this.share(slot, a);
+      if (!a.generation) this.share(slot, a); // may start its generation (a whole prompt copied)
       if (!a.generation) { reading.push({ slot, a }); continue; }
       try {
         const id = a.generation.next(); // samples, emits the token (the client sees it now)

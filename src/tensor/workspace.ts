@@ -28,8 +28,7 @@ export class Workspace {
   run<R>(fn: () => R, result: (r: R) => Float32Array): R {
     if (active) return fn(); // nested: the outer run owns the arrays
     active = this;
-    for (const [n, list] of this.#free) this.#stale.set(n, [...(this.#stale.get(n) ?? []), ...list]);
-    this.#free = new Map();
+    [this.#stale, this.#free] = [this.#free, this.#stale]; // the stale map is empty between runs
     let out: R;
     try {
       out = fn();
@@ -59,7 +58,6 @@ export class Workspace {
   /** Let go of the free arrays (before or after a forward whose arrays should not stay resident). */
   release(): void {
     this.#free.clear();
-    this.#stale.clear();
   }
 
   /** A zero-filled array of n values: a free one of that length, or a new one. */
