@@ -17,6 +17,7 @@
 int toy_has_avx2 = 0;
 int toy_has_avx512 = 0;
 int toy_has_vnni = 0;
+int toy_has_bf16 = 0;
 void matmul_init(void);
 static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; // kernels share scratch memory
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -572,6 +573,9 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   napi_create_int32(env, pool_threads(), &t);
   napi_set_named_property(env, o, "simd", s);
   napi_set_named_property(env, o, "threads", t);
+  napi_value bf16;
+  napi_get_boolean(env, toy_has_bf16, &bf16);
+  napi_set_named_property(env, o, "bf16", bf16);
   return o;
 }
 
@@ -608,9 +612,11 @@ static void init_once(void) {
   toy_has_avx512 = toy_has_avx2 && __builtin_cpu_supports("avx512f");
   toy_has_vnni = toy_has_avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  toy_has_bf16 = toy_has_vnni && __builtin_cpu_supports("avx512bf16");
   // TOY_SIMD=scalar|avx2 caps the instruction set (tests compare the paths' bits; old CPUs' code).
-  if (f && !strcmp(f, "scalar")) toy_has_avx2 = toy_has_avx512 = toy_has_vnni = 0;
-  if (f && !strcmp(f, "avx2")) toy_has_avx512 = toy_has_vnni = 0;
+  if (f && !strcmp(f, "scalar")) toy_has_avx2 = toy_has_avx512 = toy_has_vnni = toy_has_bf16 = 0;
+  if (f && !strcmp(f, "avx2")) toy_has_avx512 = toy_has_vnni = toy_has_bf16 = 0;
+  if (f && !strcmp(f, "avx512vnni")) toy_has_bf16 = 0;
 #endif
   matmul_init();
   pool_init(default_threads());

@@ -11,8 +11,8 @@
 #include "toy.h"
 #include "quants.h"
 
-enum { KIND_F, KIND_U, KIND_US, KIND_S };
-enum { XQ_Q8_0, XQ_Q8_1, XQ_Q8K }; // how activations are quantized (llama.cpp's vec_dot_type)
+enum { KIND_F, KIND_U, KIND_US, KIND_S, KIND_BF };
+enum { XQ_Q8_0, XQ_Q8_1, XQ_Q8K, XQ_BF16 }; // how activations are quantized (llama.cpp's vec_dot_type)
 #define ROW_BLOCK 16 // weight rows decoded together, then multiplied with every activation row
 
 typedef struct { uint8_t *q; int16_t *sc; float *D; float *M; float *f; } wrow_t;
@@ -82,6 +82,11 @@ static void init_f16_table(void) {
 #undef IMPL_AVX2
 #undef NAME
 #pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16")
+#include "vecdot_bf16.h"
+#pragma GCC pop_options
 #endif
 
 void matmul_init(void) { init_f16_table(); }
@@ -150,6 +155,14 @@ static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, in
     return;
   }
 #if HAVE_X86
+  if (toy_has_bf16 && type == T_BF16) { // bf16 activations, vdpbf16ps (vecdot_bf16.h)
+    p->m.kind = KIND_BF;
+    p->m.xscheme = XQ_BF16;
+    p->fn = bf_chunk;
+    p->nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
+    p->mode = small ? RUN_SERIAL : T <= 3 ? RUN_RUNS : RUN_CHUNKS;
+    return;
+  }
   const int avx2 = toy_has_avx2;
   // Types with fused kernels take them for every T: weight blocks read in place, and each output
   // summed in the same order whatever T (batch invariance), llama.cpp's vec_dot order.
@@ -180,17 +193,18 @@ static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, in
 }
 
 /** The activation rows quantized once into scratch slot 3 (llama.cpp's vec_dot_type of m's
- *  weight); every plan in plans[0..n) reads them (same scheme and cols). Nothing for float weights. */
+ *  weight: 8-bit blocks, or bf16 for BF16 weights on the vdpbf16ps path); every plan in
+ *  plans[0..n) reads them (same scheme and cols). Nothing for the other float weights. */
 static void quantize_x(mm_plan_t *plans, int n) {
   mm_t *m = &plans[0].m;
   if (m->kind == KIND_F) return;
 #if HAVE_X86
-  toy_chunk_fn quantize = toy_has_avx2 ? quantize_chunk_avx2 : quantize_chunk_generic;
+  toy_chunk_fn quantize = m->xscheme == XQ_BF16 ? bf16_round_chunk : toy_has_avx2 ? quantize_chunk_avx2 : quantize_chunk_generic;
 #else
   toy_chunk_fn quantize = quantize_chunk_generic;
 #endif
   const int64_t nu = m->cols / 32;
-  m->xstride = (m->cols + 12 * nu + 63) & ~(size_t)63;
+  m->xstride = m->xscheme == XQ_BF16 ? (2 * m->cols + 63) & ~(size_t)63 : (m->cols + 12 * nu + 63) & ~(size_t)63;
   m->xq = pool_scratch(0, 3, m->xstride * m->T);
   if (m->T * m->cols < 16384) for (int64_t t = 0; t < m->T; t++) quantize(m, t, 0);
   else pool_for(quantize, m, m->T);
@@ -254,7 +268,9 @@ void k_matmul(const float *x, const uint8_t *w, int type, int64_t rows, int64_t 
 // this CPU and type have no such kernels (the weight stays as in the file).
 static size_t repack_block_bytes(int type, int64_t cols, int64_t rows) {
 #if HAVE_X86
-  // F16 and BF16 in blocks of eight values, for the float kernels (vecdot_float.h).
+  // BF16 on the vdpbf16ps path in blocks of 32 values (vecdot_bf16.h; other widths stay as in the
+  // file); F16 and BF16 otherwise in blocks of eight values, for the float kernels (vecdot_float.h).
+  if (type == T_BF16 && toy_has_bf16) return cols % 32 == 0 && rows >= VNNI_ROWS ? 64 : 0;
   const int half = (type == T_F16 || type == T_BF16) && cols % 8 == 0;
   if (!toy_has_vnni || !(vnni_for(type).x1 || half) || rows < VNNI_ROWS) return 0;
   return half ? 16 : vnni_block_bytes(type);

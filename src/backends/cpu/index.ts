@@ -18,7 +18,8 @@ export { selfTest, type SelfTestResult } from "./selftest.js";
 
 export interface CpuBackend {
   kernels: Kernels;
-  info: { simd: string; gemm: string; threads: number };
+  /** bf16: BF16 weights multiply activations rounded to bf16 (AVX512-BF16), as llama.cpp does. */
+  info: { simd: string; gemm: string; threads: number; bf16: boolean };
   /** The file's bytes, memory-mapped (no copy; unmapped when garbage-collected). */
   mapFile(path: string): Uint8Array;
   /** Resize the thread pool (results do not depend on it). */

@@ -37,8 +37,9 @@ export interface NativeAddon {
   dequantize(w: Uint8Array, type: number, rows: number, cols: number, out: Float32Array): void;
   mapFile(path: string): Uint8Array;
   setThreads(n: number): void;
-  /** simd: the inference kernels' instruction set; gemm: the training GEMM's. */
-  info(): { simd: string; gemm: string; threads: number };
+  /** simd: the inference kernels' instruction set; gemm: the training GEMM's; bf16: BF16 weights
+   *  times bf16-rounded activations (vdpbf16ps). */
+  info(): { simd: string; gemm: string; threads: number; bf16: boolean };
   /** C (+)= op(A) · op(B) in float32: op(A) is M × K, op(B) K × N (transposed when trans = 1). */
   gemm(a: Float32Array, lda: number, transA: number, b: Float32Array, ldb: number, transB: number, c: Float32Array, ldc: number,
     M: number, N: number, K: number, accumulate: number): void;

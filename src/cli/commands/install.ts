@@ -40,7 +40,7 @@ async function runInstall(flags: InstallFlags): Promise<void> {
     { name: "ts", available: true, detail: "pure TypeScript reference" },
     "error" in cpu
       ? { name: "cpu", available: false, detail: cpu.error }
-      : { name: "cpu", available: true, detail: `${cpu.info.simd}, ${cpu.info.threads} threads` },
+      : { name: "cpu", available: true, detail: `${cpu.info.simd}${cpu.info.bf16 ? " + bf16" : ""}, ${cpu.info.threads} threads` },
     { name: "cuda", available: false, detail: "not part of this build" },
   ];
   // webgpu is optional: a missing package or adapter is reported, not an error.
@@ -48,7 +48,7 @@ async function runInstall(flags: InstallFlags): Promise<void> {
   backends.push("error" in gpu
     ? { name: "webgpu", available: false, detail: gpu.error }
     : { name: "webgpu", available: true, detail: `${gpu.report.name} (${gpu.report.via}); limits ${JSON.stringify(gpu.report.limits)}` });
-  const results = "error" in cpu ? [] : selfTest(cpu.kernels, tsKernels);
+  const results = "error" in cpu ? [] : selfTest(cpu.kernels, tsKernels, { bf16Activations: cpu.info.bf16 });
   const gpuResults = "error" in gpu ? [] : await webgpuSelfTest(gpu, tsKernels);
   if (flags.json) {
     printJson({ backends, selftest: results, webgpu_selftest: gpuResults });
