@@ -108,15 +108,21 @@ test("the cpu backend writes F16 and Q8_0 cache rows byte for byte as the ts ref
   }
 });
 
-// Both backends read the same stored F16 / Q8_0 values (the cache is written by the same code),
-// so they agree as closely as with an F32 cache (tolerances.ts: exact math, 2e-3).
+// Both backends store K and V with the same rounding code (the test above), so with an F32 or
+// F16 cache they agree as closely as exact math does (tolerances.ts: 2e-3). The K and V values
+// themselves come from float32 products summed in different orders (last-bit differences), and
+// where one sits on a Q8_0 rounding boundary its code flips: that value moves by a whole step,
+// 1/127 of its block's largest value, and the logits by up to ~0.04 (measured with
+// TOY_SIMD=scalar; the SIMD paths happened to flip none). Q8_0's bound is 0.1: a wrong block
+// layout or scale moves logits by far more (the tiny model's logits span ±9).
 test("f16 and q8_0 caches: the cpu backend's logits agree with the ts reference's", { skip: cpuSkip }, () => {
   const tokens = ids(30);
   for (const type of ["f32", "f16", "q8_0"] as const) {
     const [ts, cpu] = (["ts", "cpu"] as const).map((d) => { const m = windowedModel(d, 0, "all"); return run(m, m.newCache(30, { type }), tokens, 30)[0]; });
-    let d = 0;
-    for (let i = 0; i < ts.length; i++) d = Math.max(d, Math.abs(ts[i] - cpu[i]));
-    assert.ok(d < 2e-3, `${type}: max |Δlogit| ${d}`);
+    let d = 0, span = 0;
+    for (let i = 0; i < ts.length; i++) { d = Math.max(d, Math.abs(ts[i] - cpu[i])); span = Math.max(span, Math.abs(ts[i])); }
+    console.log(`# ${type} cache: cpu vs ts max |Δlogit| ${d.toExponential(2)} (logits within ±${span.toFixed(1)})`);
+    assert.ok(d < (type === "q8_0" ? 0.1 : 2e-3), `${type}: max |Δlogit| ${d}`);
   }
 });
 
