@@ -5,6 +5,7 @@
       "sources": [
         "native/addon.c",
         "native/pool.c",
+        "native/readahead.c",
         "native/quants.c",
         "native/matmul.c",
         "native/ops.c",

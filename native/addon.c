@@ -73,6 +73,9 @@ static napi_value matmul_call(napi_env env, napi_callback_info info, const char 
   NEED(w.len >= rb * (size_t)rows, "%s: weight has %zu bytes, needs %zu", name, w.len, rb * (size_t)rows);
   NEED(x.len >= (size_t)(T * cols), "%s: x has %zu values, needs %lld", name, x.len, (long long)(T * cols));
   NEED(out.len >= (size_t)(T * rows), "%s: out has %zu values, needs %lld", name, out.len, (long long)(T * rows));
+  const uint8_t *wp = w.data;
+  const size_t wlen = rb * (size_t)rows;
+  readahead_before(&wp, &wlen, 1);
   LOCKED(k_matmul_packed(x.data, w.data, (int)type, rows, cols, T, out.data, packed));
   return NULL;
 }
@@ -106,6 +109,10 @@ static napi_value js_matmul_multi(napi_env env, napi_callback_info info) {
     NEED(out.len >= (size_t)(T * rows), "matmulMulti: out %u has %zu values, needs %lld", i, out.len, (long long)(T * rows));
     ws[i] = (toy_mm_weight_t){ w.data, (int)type, d[3 * i + 2] != 0, rows, out.data };
   }
+  const uint8_t *wp[TOY_MM_MULTI_MAX];
+  size_t wlen[TOY_MM_MULTI_MAX];
+  for (uint32_t i = 0; i < nw; i++) { wp[i] = ws[i].w; wlen[i] = row_bytes(ws[i].type, cols) * (size_t)ws[i].rows; }
+  readahead_before(wp, wlen, (int)nw);
   int done;
   LOCKED(done = k_matmul_multi(x.data, (int)nw, ws, cols, T));
   napi_value r;
@@ -156,6 +163,8 @@ static void drop_pages(const uint8_t *p, size_t len) {
   }
 }
 
+static void release_repacked(napi_env env, void *data, void *hint) { (void)env; (void)hint; readahead_unregister(data); free(data); }
+
 /** Rows repacked between two page drops (a multiple of k_repack's row groups). */
 #define REPACK_SLICE_ROWS 1024
 
@@ -168,8 +177,9 @@ static napi_value js_repack(napi_env env, napi_callback_info info) {
   const size_t len = rb * (size_t)rows;
   napi_value ab, arr, undef;
   napi_get_undefined(env, &undef);
-  void *dst;
-  if (napi_create_arraybuffer(env, len, &dst, &ab) != napi_ok) FAIL("repack: cannot allocate %zu bytes", len);
+  // Memory of our own (not V8's), so that its release is heard: readahead.c may read it.
+  void *dst = aligned_alloc(64, (len + 63) & ~(size_t)63);
+  if (!dst) FAIL("repack: cannot allocate %zu bytes", len);
   const int drop = mapped(w.data, len);
   // Slices start at multiples of the row groups; the last one takes the rest (k_repack copies a
   // tail of fewer rows than a group as it is, and refuses a weight of fewer rows than a group).
@@ -177,10 +187,15 @@ static napi_value js_repack(napi_env env, napi_callback_info info) {
     const int64_t n = rows - r0 >= 2 * REPACK_SLICE_ROWS ? REPACK_SLICE_ROWS : rows - r0;
     int packed;
     LOCKED(packed = k_repack(w.data + (size_t)r0 * rb, (int)type, n, cols, (uint8_t *)dst + (size_t)r0 * rb));
-    if (!packed) return undef; // the first slice: no layout for this CPU and type
+    if (!packed) { free(dst); return undef; } // the first slice: no layout for this CPU and type
     if (drop) drop_pages(w.data, (size_t)(r0 + n) * rb); // from the start: no page left at a slice edge
     r0 += n;
   }
+  if (napi_create_external_arraybuffer(env, dst, len, release_repacked, NULL, &ab) != napi_ok) {
+    free(dst);
+    FAIL("repack: external array buffers are not allowed in this runtime");
+  }
+  readahead_register(dst, len);
   napi_create_typedarray(env, napi_uint8_array, len, ab, 0, &arr);
   return arr;
 }
@@ -523,7 +538,7 @@ static napi_value js_dequantize(napi_env env, napi_callback_info info) {
 // mapFile(path): the file's bytes, memory-mapped (private copy-on-write, so a stray write never
 // reaches the file); unmapped when the ArrayBuffer is collected.
 static void maps_remove(const void *p);
-static void unmap(napi_env env, void *data, void *hint) { (void)env; maps_remove(data); munmap(data, (size_t)hint); }
+static void unmap(napi_env env, void *data, void *hint) { (void)env; maps_remove(data); readahead_unregister(data); munmap(data, (size_t)hint); }
 
 static napi_value js_map_file(napi_env env, napi_callback_info info) {
   ARGS(1);
@@ -549,6 +564,7 @@ static napi_value js_map_file(napi_env env, napi_callback_info info) {
       FAIL("mapFile: external array buffers are not allowed in this runtime");
     }
     maps_add(p, len);
+    readahead_register(p, len);
   }
   napi_create_typedarray(env, napi_uint8_array, len, ab, 0, &arr);
   return arr;

@@ -122,6 +122,7 @@ static void print_stats(void) {
   fprintf(stderr, "pool stats: %ld kernel calls, %.3f ms inside them (the rest of the caller's time is JavaScript)\n", st_calls, st_calls_ns / 1e6);
   fprintf(stderr, "pool stats: %ld jobs (+%ld serial), caller: between jobs %.3f ms, own chunks %.3f ms, join wait %.3f ms\n",
           st_jobs, st_serial_jobs, st_between_ns / 1e6, st_own_ns / 1e6, st_join_ns / 1e6);
+  fprintf(stderr, "pool stats: %.1f MB of weights read ahead by waiting workers (readahead.c)\n", readahead_bytes() / 1e6);
   for (int i = 0; i < P.n; i++)
     fprintf(stderr, "  thread %d: busy %.3f ms, %ld chunks, joined %ld jobs\n", i, TS[i].busy_ns / 1e6, TS[i].chunks, TS[i].jobs);
 }
@@ -136,7 +137,7 @@ static void *worker(void *arg) {
       for (int i = 1;; i++) {
         g = atomic_load_explicit(&P.gen, memory_order_acquire);
         if (g != seen || atomic_load(&P.stop)) break;
-        cpu_relax();
+        if (!readahead_step(ith, P.n)) cpu_relax(); // (readahead.c)
         // Now and then let another thread waiting for this core run (on a busy machine it may
         // be the caller, whose next job this worker waits for); a quick return when none is.
         if ((i & 255) == 0) {

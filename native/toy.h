@@ -52,6 +52,16 @@ typedef struct { const uint8_t *w; int type; int packed; int64_t rows; float *ou
 /** k_matmul_packed of the same x [T, cols] with each of n weights, as one pool job (same results).
  *  Returns 0 (nothing computed) when their activations are quantized differently; call each alone. */
 int k_matmul_multi(const float *x, int n, const toy_mm_weight_t *ws, int64_t cols, int64_t T);
+
+// --- readahead of the next product's weights by waiting workers (readahead.c) ---
+/** Memory that may be read ahead (a file mapping, a repacked copy) until readahead_unregister(p). */
+void readahead_register(const void *p, size_t len);
+void readahead_unregister(const void *p);
+/** Called before a product of the weights p[0..n) (len bytes each): learns and publishes the hint. */
+void readahead_before(const uint8_t *const *p, const size_t *len, int n);
+/** One block of worker ith's readahead (of nthreads); 0 when there is nothing to read. */
+int readahead_step(int ith, int nthreads);
+long readahead_bytes(void); // read ahead so far (TOY_POOL_STATS)
 /** Writes w (rows × row_bytes) in the layout the widest kernels stream best to dst (same size);
  *  returns 0 and writes nothing when this CPU and type have none. */
 int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *dst);
