@@ -225,6 +225,18 @@ static napi_value js_rms_norm(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// addRmsNorm(a, b, weight, rows, n, eps, sum, out): sum = a + b, then out = rmsNorm(sum), in one
+// call (a block's residual add and the next sub-block's norm; the same bits as add then rmsNorm).
+static napi_value js_add_rms_norm(napi_env env, napi_callback_info info) {
+  ARGS(8);
+  F32A(0, a); F32A(1, b); F32A(2, w); INT(3, rows); INT(4, n); FLT(5, eps); F32A(6, sum); F32A(7, out);
+  NEED(rows >= 0 && n > 0 && w.len >= (size_t)n, "addRmsNorm: bad shape");
+  const size_t len = (size_t)(rows * n);
+  NEED(a.len >= len && b.len >= len && sum.len >= len && out.len >= len, "addRmsNorm: bad sizes");
+  LOCKED(k_add(a.data, b.data, sum.data, (int64_t)len); k_rms_norm(sum.data, w.data, rows, n, eps, out.data));
+  return NULL;
+}
+
 // layerNorm(x, weight, bias|null, rows, n, eps, out)
 static napi_value js_layer_norm(napi_env env, napi_callback_info info) {
   ARGS(7);
@@ -249,6 +261,20 @@ static napi_value js_rope(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// ropePair(q, k, T, qHeads, kHeads, headDim, ropeDims, positions, invFreq, neox): rope(q, ...) then
+// rope(k, ...) in one call (a decode step's attention rotates both at the same positions; one
+// call less per layer, and k reuses the cos/sin table q's call made).
+static napi_value js_rope_pair(napi_env env, napi_callback_info info) {
+  ARGS(10);
+  F32A(0, q); F32A(1, k); INT(2, T); INT(3, qHeads); INT(4, kHeads); INT(5, headDim); INT(6, ropeDims); I32A(7, pos); F32A(8, invFreq); INT(9, neox);
+  NEED(T >= 0 && qHeads > 0 && kHeads > 0 && headDim > 0 && ropeDims >= 0 && ropeDims <= headDim && ropeDims % 2 == 0 && ropeDims <= 2048, "ropePair: bad shape");
+  NEED(q.len >= (size_t)(T * qHeads * headDim) && k.len >= (size_t)(T * kHeads * headDim) && pos.len >= (size_t)T && invFreq.len >= (size_t)(ropeDims / 2),
+       "ropePair: bad sizes");
+  LOCKED(k_rope(q.data, T, qHeads, headDim, ropeDims, pos.data, invFreq.data, (int)neox);
+         k_rope(k.data, T, kHeads, headDim, ropeDims, pos.data, invFreq.data, (int)neox));
+  return NULL;
+}
+
 // attention(q, kBytes, vBytes, kvType, T, pos0, nKeys, nHeads, nKVHeads, headDim, scale, softcap, window, causal, out)
 // storeKV(x, kvType, dst, dstOffset)
 static napi_value js_kv_store(napi_env env, napi_callback_info info) {
@@ -258,6 +284,19 @@ static napi_value js_kv_store(napi_env env, napi_callback_info info) {
   NEED(rb, "storeKV: type %lld cannot store %zu values", (long long)type, x.len);
   NEED(off >= 0 && (size_t)off + rb <= dst.len, "storeKV: %zu bytes do not fit at %lld in %zu", rb, (long long)off, dst.len);
   LOCKED(k_kv_store(x.data, (int64_t)x.len, (int)type, (uint8_t *)dst.data + off));
+  return NULL;
+}
+
+// storeKVPair(k, v, kvType, kDst, vDst, dstOffset): storeKV(k, kvType, kDst, dstOffset) and the
+// same for v into vDst, in one call (a cache layer's keys and values at the same rows).
+static napi_value js_kv_store_pair(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  F32A(0, k); F32A(1, v); INT(2, type); BYTES(3, kDst); BYTES(4, vDst); INT(5, off);
+  const size_t rb = kv_row_bytes((int)type, (int64_t)k.len);
+  NEED(rb && v.len == k.len, "storeKVPair: type %lld cannot store %zu keys and %zu values", (long long)type, k.len, v.len);
+  NEED(off >= 0 && (size_t)off + rb <= kDst.len && (size_t)off + rb <= vDst.len, "storeKVPair: %zu bytes do not fit at %lld in %zu / %zu", rb, (long long)off, kDst.len, vDst.len);
+  LOCKED(k_kv_store(k.data, (int64_t)k.len, (int)type, (uint8_t *)kDst.data + off);
+         k_kv_store(v.data, (int64_t)v.len, (int)type, (uint8_t *)vDst.data + off));
   return NULL;
 }
 
@@ -642,8 +681,8 @@ NAPI_MODULE_INIT() {
   pthread_once(&once, init_once);
   napi_property_descriptor props[] = {
 #define FN(name, f) { name, NULL, f, NULL, NULL, NULL, napi_default, NULL }
-    FN("matmul", js_matmul), FN("matmulPacked", js_matmul_packed), FN("matmulMulti", js_matmul_multi), FN("repack", js_repack), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("layerNorm", js_layer_norm),
-    FN("rope", js_rope), FN("attention", js_attention), FN("attentionBatch", js_attention_batch), FN("storeKV", js_kv_store), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
+    FN("matmul", js_matmul), FN("matmulPacked", js_matmul_packed), FN("matmulMulti", js_matmul_multi), FN("repack", js_repack), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("addRmsNorm", js_add_rms_norm), FN("layerNorm", js_layer_norm),
+    FN("rope", js_rope), FN("ropePair", js_rope_pair), FN("attention", js_attention), FN("attentionBatch", js_attention_batch), FN("storeKV", js_kv_store), FN("storeKVPair", js_kv_store_pair), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
     FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("dequantize", js_dequantize),
     FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),
     FN("readBandwidth", js_read_bandwidth), FN("gemm", js_gemm), FN("attentionTrain", js_attention_train),

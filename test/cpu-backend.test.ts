@@ -217,6 +217,48 @@ test("results are bit-identical for 1 and 2 threads", { skip }, () => {
   assert.deepEqual(sw(1), sw(2), "swiglu");
 });
 
+// The fused calls a decode step makes (fewer calls per step) stand for the calls they fuse: the
+// same bits, for a decode row and for a prompt, and for 1 and 2 threads.
+test("fused calls give the bits of the calls they fuse: ropePair, storeKVPair, addRmsNorm", { skip }, () => {
+  const k = cpu.kernels;
+  const hd = 64, nH = 9, nKV = 3, inv = Float32Array.from({ length: hd / 2 }, (_, i) => Math.pow(10000, -2 * i / hd));
+  for (const T of [1, 40]) {
+    const pos = Int32Array.from({ length: T }, (_, t) => 5 + t);
+    for (const style of ["interleaved", "neox"] as const) {
+      const q0 = randn(T * nH * hd, 11), k0 = randn(T * nKV * hd, 12);
+      const [q1, k1, q2, k2] = [q0.slice(), k0.slice(), q0.slice(), k0.slice()];
+      k.rope(q1, T, nH, hd, hd, pos, inv, style);
+      k.rope(k1, T, nKV, hd, hd, pos, inv, style);
+      k.ropePair!(q2, k2, T, nH, nKV, hd, hd, pos, inv, style);
+      assert.deepEqual([q2, k2], [q1, k1], `ropePair ${style}, T = ${T}`);
+    }
+    const width = nKV * hd, kx = randn(T * width, 13), vx = randn(T * width, 14);
+    for (const type of ["f32", "f16", "q8_0"] as const) {
+      const rb = type === "f32" ? width * 4 : type === "f16" ? width * 2 : (width / 32) * 34, at = 3 * rb, size = at + T * rb + 7;
+      const [kA, vA, kB, vB] = [0, 1, 2, 3].map(() => new Uint8Array(size));
+      k.storeKV(kx, type, kA, at);
+      k.storeKV(vx, type, vA, at);
+      k.storeKVPair!(kx, vx, type, kB, vB, at);
+      assert.deepEqual([kB, vB], [kA, vA], `storeKVPair ${type}, T = ${T}`);
+    }
+    const n = 576, a = randn(T * n, 15), b = randn(T * n, 16), g = randn(n, 17);
+    const fused = (threads: number) => withThreads(threads, () => {
+      const sum = new Float32Array(T * n), out = new Float32Array(T * n);
+      k.addRmsNorm!(a, b, g, T, n, 1e-5, sum, out);
+      return [sum, out];
+    });
+    const sum = new Float32Array(T * n), out = new Float32Array(T * n);
+    k.add(a, b, sum);
+    k.rmsNorm(sum, g, T, n, 1e-5, out);
+    assert.deepEqual(fused(1), [sum, out], `addRmsNorm, T = ${T}`);
+    assert.deepEqual(fused(2), [sum, out], `addRmsNorm, 2 threads, T = ${T}`);
+  }
+  assert.throws(() => k.ropePair!(new Float32Array(64), new Float32Array(32), 1, 1, 1, 64, 64, Int32Array.of(0), inv, "neox"), /ropePair: bad sizes/);
+  assert.throws(() => k.storeKVPair!(new Float32Array(64), new Float32Array(32), "f16", new Uint8Array(128), new Uint8Array(128), 0), /storeKVPair/);
+  assert.throws(() => k.storeKVPair!(new Float32Array(64), new Float32Array(64), "f16", new Uint8Array(128), new Uint8Array(64), 0), /do not fit/);
+  assert.throws(() => k.addRmsNorm!(new Float32Array(8), new Float32Array(8), new Float32Array(8), 2, 8, 1e-5, new Float32Array(16), new Float32Array(16)), /bad sizes/);
+});
+
 // Attention over a long cache is split over chunks of cached positions (flash decoding) for a few
 // rows, and runs whole rows for a prompt; both merge a row's chunks in the same fixed order.
 test("attention over a long cache: same bits for 1 and 2 threads, for a decode row and inside a prompt, every cache type", { skip }, () => {

@@ -100,4 +100,15 @@ export interface Kernels {
 
   /** Softmax over each row of length n, in place. */
   softmax(x: Float32Array, rows: number, n: number): void;
+
+  // Optional fused calls: each gives the bits of the calls it stands for, in one call (fewer
+  // calls per decode step). Primitives fall back to those calls where a backend has none.
+
+  /** rope of q [T, qHeads, headDim] and then of k [T, kHeads, headDim], at the same positions. */
+  ropePair?(q: Float32Array, k: Float32Array, T: number, qHeads: number, kHeads: number, headDim: number, ropeDims: number,
+    positions: Int32Array, invFreq: Float32Array, style: RopeStyle): void;
+  /** storeKV of k into kDst and of v into vDst, both from byte `byteOffset`. */
+  storeKVPair?(k: Float32Array, v: Float32Array, type: KVType, kDst: Uint8Array, vDst: Uint8Array, byteOffset: number): void;
+  /** sum = a + b, then out = rmsNorm(sum) over rows of length n. */
+  addRmsNorm?(a: Float32Array, b: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, sum: Float32Array, out: Float32Array): void;
 }

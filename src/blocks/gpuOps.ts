@@ -147,6 +147,11 @@ export class GpuOps implements Ops<GpuTensor> {
     rmsNorm(this.rec, x.buffer, this.weights.vector(weight), x.rows, x.cols, eps, y.buffer);
     return y;
   }
+  /** add (a product's epilogue where it can be) and then rmsNorm: two dispatches. */
+  addRmsNorm(a: GpuTensor, b: GpuTensor, weight: string, eps: number): [GpuTensor, GpuTensor] {
+    const sum = this.add(a, b);
+    return [sum, this.rmsNorm(sum, weight, eps)];
+  }
   layerNorm(x: GpuTensor, weight: string, bias: string | null, eps: number): GpuTensor {
     const y = this.tensor(x.shape);
     layerNorm(this.rec, x.buffer, this.weights.vector(weight), bias ? this.weights.vector(bias) : null, x.rows, x.cols, eps, y.buffer);
@@ -238,6 +243,11 @@ export class GpuOps implements Ops<GpuTensor> {
       this.pendingRope = { x: { buffer: x.buffer, heads }, T, headDim, spec, angles };
     }
     return x;
+  }
+
+  /** The two rotations join into one dispatch (rope's pending rotation). */
+  ropePair(q: GpuTensor, k: GpuTensor, spec: RopeSpec): [GpuTensor, GpuTensor] {
+    return [this.rope(q, spec), this.rope(k, spec)];
   }
 
   attention(q: GpuTensor, k: GpuTensor, v: GpuTensor, layer: number, opts: AttentionOptions): GpuTensor {

@@ -71,6 +71,7 @@ export class InferenceOps implements Ops<Tensor> {
   input(data: Float32Array, shape: readonly number[]): Tensor { return new Tensor(shape, data, this.device); }
 
   rmsNorm(x: Tensor, weight: string, eps: number): Tensor { return P.rmsNorm(x, this.weights.vector(weight), eps); }
+  addRmsNorm(a: Tensor, b: Tensor, weight: string, eps: number): [Tensor, Tensor] { return P.addRmsNorm(a, b, this.weights.vector(weight), eps); }
   layerNorm(x: Tensor, weight: string, bias: string | null, eps: number): Tensor {
     return P.layerNorm(x, this.weights.vector(weight), bias ? this.weights.vector(bias) : null, eps);
   }
@@ -104,6 +105,9 @@ export class InferenceOps implements Ops<Tensor> {
 
   rope(x: Tensor, spec: RopeSpec): Tensor {
     return P.rope(x, this.positions, this.ropes.get(spec), spec);
+  }
+  ropePair(q: Tensor, k: Tensor, spec: RopeSpec): [Tensor, Tensor] {
+    return P.ropePair(q, k, this.positions, this.ropes.get(spec), spec);
   }
   attention(q: Tensor, k: Tensor, v: Tensor, layer: number, opts: AttentionOptions): Tensor {
     return attendThroughCache(q, k, v, this.segments, layer, k.shape[1], opts);

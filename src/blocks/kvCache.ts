@@ -12,7 +12,7 @@
 import type { KVRows } from "../backends/kernels.js";
 import { ToyError } from "../errors.js";
 import type { Tensor } from "../tensor/tensor.js";
-import { storeKV } from "../primitives/index.js";
+import { storeKVPair } from "../primitives/index.js";
 import { DEFAULT_KV_TYPE, kvRowBytes, type KVType } from "./kvCacheTypes.js";
 
 /** Rows a windowed layer keeps beyond what a forward needs, so that it moves its rows only once every SLACK steps. */
@@ -57,8 +57,7 @@ export class LayerCache {
     if (pos0 + T - this.base > this.rows) this.makeRoom(pos0, T);
     else if (this.window > 0 && this.rows > this.window - 1 + T + 2 * SLACK) this.makeRoom(pos0, T); // shrink after a long prompt
     const at = (pos0 - this.base) * this.rowBytes;
-    storeKV(k, this.type, this.keys.bytes, at);
-    storeKV(v, this.type, this.values.bytes, at);
+    storeKVPair(k, v, this.type, this.keys.bytes, this.values.bytes, at);
   }
 
   /** Whether `from` still holds the positions continuing from n needs (this layer's window before n). */

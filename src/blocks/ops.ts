@@ -64,6 +64,9 @@ export interface Ops<X extends Value> {
   input(data: Float32Array, shape: readonly number[]): X;
 
   rmsNorm(x: X, weight: string, eps: number): X;
+  /** [a + b, rmsNorm(a + b)]: a residual sum and the next sub-block's norm of it (the cpu
+   *  backend does both in one call, with the bits of add then rmsNorm). */
+  addRmsNorm(a: X, b: X, weight: string, eps: number): [X, X];
   layerNorm(x: X, weight: string, bias: string | null, eps: number): X;
   add(a: X, b: X): X;
   scale(x: X, s: number): X;
@@ -88,6 +91,9 @@ export interface Ops<X extends Value> {
   /** x [N, heads, headDim] rotated at this.positions. Inference rotates x in place: do not read
    *  x after. */
   rope(x: X, spec: RopeSpec): X;
+  /** rope of q [N, heads, headDim] and of k [N, kvHeads, headDim] (one call on the cpu backend;
+   *  the same results as two rope calls). */
+  ropePair(q: X, k: X, spec: RopeSpec): [X, X];
   /**
    * Attention of each sequence's queries to its own keys, in layer `layer`:
    * q [N, heads, headDim], k [N, kvHeads, headDim], v [N, kvHeads · headDim] → [N, heads · headDim].

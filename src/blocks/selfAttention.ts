@@ -45,10 +45,7 @@ export function selfAttention<X extends Value>(ops: Ops<X>, x: X, n: BlockNames,
   }
   q = ops.reshape(q, [T, H, D]);
   k = ops.reshape(k, [T, KV, D]);
-  if (c.rope) {
-    q = ops.rope(q, c.rope);
-    k = ops.rope(k, c.rope);
-  }
+  if (c.rope) [q, k] = ops.ropePair(q, k, c.rope);
   const a = ops.attention(q, k, v, layer, c.attn);                     // [T, H·D]
   return ops.linear(a, n.attnOutput.weight, c.outBias ? n.attnOutput.bias : null); // [T, d]
 }

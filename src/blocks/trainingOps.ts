@@ -116,6 +116,10 @@ export class TrainingOps implements Ops<Var> {
     return A.layerNorm(x, this.params.get(weight), bias ? this.params.get(bias) : null, eps);
   }
   add(a: Var, b: Var): Var { return A.add(a, b); }
+  addRmsNorm(a: Var, b: Var, weight: string, eps: number): [Var, Var] {
+    const sum = A.add(a, b);
+    return [sum, this.rmsNorm(sum, weight, eps)];
+  }
   scale(x: Var, s: number): Var { return A.scale(x, s); }
   softcap(x: Var, cap: number): Var { return A.softcap(x, cap); }
   swiglu(gate: Var, up: Var): Var { return A.swiglu(gate, up); }
@@ -139,6 +143,7 @@ export class TrainingOps implements Ops<Var> {
     }
     return A.rope(x, this.positions, invFreq, spec.dims, spec.style);
   }
+  ropePair(q: Var, k: Var, spec: RopeSpec): [Var, Var] { return [this.rope(q, spec), this.rope(k, spec)]; }
   attention(q: Var, k: Var, v: Var, _layer: number, opts: AttentionOptions): Var {
     const [, heads, headDim] = q.shape;
     return A.attention(q, k, v, { batch: this.shape.batch, seq: this.shape.seq, heads, kvHeads: k.shape[1], headDim }, opts);

@@ -4,7 +4,7 @@
 
 import { feedForward, type FeedForwardKind } from "./feedForward.js";
 import { mixtureOfExperts } from "./mixtureOfExperts.js";
-import { norm, type NormConfig } from "./norm.js";
+import { addNorm, norm, type NormConfig } from "./norm.js";
 import type { Ops, Value } from "./ops.js";
 import { selfAttention, type AttentionConfig } from "./selfAttention.js";
 import { blockNames } from "./tensorNames.js";
@@ -36,11 +36,10 @@ function block<X extends Value>(ops: Ops<X>, x: X, c: BlockConfig, layer: number
   const n = blockNames(layer);
   let h = selfAttention(ops, norm(ops, x, n.attnNorm, c.norm), n, c.attn, layer);   // [T, d]
   if (c.postNorms) h = norm(ops, h, n.postAttnNorm, c.norm);
-  x = ops.add(x, h);
-  const g = norm(ops, x, n.ffnNorm, c.norm);
+  const [mid, g] = addNorm(ops, x, h, n.ffnNorm, c.norm);                           // x + h and its norm: [T, d]
   let f = c.ffn.experts > 0
     ? mixtureOfExperts(ops, g, n, c.ffn.experts, c.ffn.expertsUsed, c.ffn.width)
     : feedForward(ops, g, { gate: n.ffnGate, up: n.ffnUp, down: n.ffnDown }, c.ffn.kind, c.ffn.bias); // [T, d]
   if (c.postNorms) f = norm(ops, f, n.postFfnNorm, c.norm);
-  return ops.add(x, f);                                                               // [T, d]
+  return ops.add(mid, f);                                                             // [T, d]
 }

@@ -25,6 +25,16 @@ export function ropeInvFreq(c: RopeConfig): Float32Array {
   return inv;
 }
 
+/** q: [T, heads, headDim] and k: [T, kvHeads, headDim], both rotated in place at the same
+ *  positions (one kernel call where the backend has the fused one). */
+export function ropePair(q: Tensor, k: Tensor, positions: Int32Array, invFreq: Float32Array, c: Pick<RopeConfig, "dims" | "style">): [Tensor, Tensor] {
+  const kernels = kernelsFor(q.device);
+  if (!kernels.ropePair) return [rope(q, positions, invFreq, c), rope(k, positions, invFreq, c)];
+  const [T, heads, headDim] = q.shape;
+  kernels.ropePair(q.data, k.data, T, heads, k.shape[1], headDim, c.dims, positions, invFreq, c.style);
+  return [q, k];
+}
+
 /** x: [T, heads, headDim], rotated in place at the given positions. */
 export function rope(x: Tensor, positions: Int32Array, invFreq: Float32Array, c: Pick<RopeConfig, "dims" | "style">): Tensor {
   const [T, heads, headDim] = x.shape;

@@ -8,3 +8,14 @@ import type { Tensor } from "../tensor/tensor.js";
 export function storeKV(x: Tensor, type: KVType, dst: Uint8Array, byteOffset: number): void {
   kernelsFor(x.device).storeKV(x.data, type, dst, byteOffset);
 }
+
+/** storeKV of keys k into kDst and values v into vDst, at the same byte offset (one kernel call
+ *  where the backend has the fused one). */
+export function storeKVPair(k: Tensor, v: Tensor, type: KVType, kDst: Uint8Array, vDst: Uint8Array, byteOffset: number): void {
+  const kernels = kernelsFor(k.device);
+  if (kernels.storeKVPair) kernels.storeKVPair(k.data, v.data, type, kDst, vDst, byteOffset);
+  else {
+    kernels.storeKV(k.data, type, kDst, byteOffset);
+    kernels.storeKV(v.data, type, vDst, byteOffset);
+  }
+}

@@ -111,5 +111,9 @@ function cpuKernels(a: NativeAddon): Kernels {
     gelu: (x, out) => a.gelu(x, out),
     add: (x, y, out) => a.add(x, y, out),
     softmax: (x, rows, n) => a.softmax(x, rows, n),
+    ropePair: (q, k, T, qHeads, kHeads, headDim, ropeDims, positions, invFreq, style) =>
+      a.ropePair(q, k, T, qHeads, kHeads, headDim, ropeDims, positions, invFreq, style === "neox" ? 1 : 0),
+    storeKVPair: (k, v, type, kDst, vDst, off) => a.storeKVPair(k, v, KV_TYPE_ID[type], kDst, vDst, off),
+    addRmsNorm: (x, y, weight, rows, n, eps, sum, out) => a.addRmsNorm(x, y, weight, rows, n, eps, sum, out),
   };
 }

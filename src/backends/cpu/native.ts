@@ -16,6 +16,13 @@ export interface NativeAddon {
   getRows(w: Uint8Array, type: number, rows: number, cols: number, ids: Int32Array, out: Float32Array, packed?: number): void;
   rmsNorm(x: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, out: Float32Array): void;
   layerNorm(x: Float32Array, weight: Float32Array, bias: Float32Array | null, rows: number, n: number, eps: number, out: Float32Array): void;
+  /** rope of q, then of k (same positions), in one call. */
+  ropePair(q: Float32Array, k: Float32Array, T: number, qHeads: number, kHeads: number, headDim: number, ropeDims: number, positions: Int32Array,
+    invFreq: Float32Array, neox: number): void;
+  /** storeKV of k into kDst and of v into vDst at the same offset, in one call. */
+  storeKVPair(k: Float32Array, v: Float32Array, kvType: number, kDst: Uint8Array, vDst: Uint8Array, dstOffset: number): void;
+  /** sum = a + b, out = rmsNorm(sum), in one call. */
+  addRmsNorm(a: Float32Array, b: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, sum: Float32Array, out: Float32Array): void;
   rope(x: Float32Array, T: number, nHeads: number, headDim: number, ropeDims: number, positions: Int32Array, invFreq: Float32Array, neox: number): void;
   /** kvType: ggml's id of the cache's type (0 f32, 1 f16, 8 q8_0). */
   attention(q: Float32Array, k: Uint8Array, v: Uint8Array, kvType: number, T: number, pos0: number, nKeys: number, nHeads: number, nKVHeads: number, headDim: number,
