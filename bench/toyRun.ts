@@ -13,7 +13,10 @@ import { loadModel } from "../src/archs/index.js";
 import { prepareBackend, selectBackend, webgpuRuntime } from "../src/backends/index.js";
 import { argmax } from "../src/engines/sampling.js";
 import type { KVType } from "../src/blocks/kvCacheTypes.js";
+import { keepYoungGenerationSmall } from "../src/cli/youngGeneration.js";
 import { benchTokens, parseTest } from "./tests.js";
+
+keepYoungGenerationSmall(); // as the toy command does
 
 const [path, threadsArg, testArg, cacheTypeArg, backendArg = "cpu"] = process.argv.slice(2);
 const test = parseTest(testArg);
@@ -38,8 +41,10 @@ async function greedy(token: number, cache: ReturnType<typeof newCache>): Promis
 
 // Warm-up as llama-bench's: the whole prompt once for a prompt test, one decode step for a
 // generation test (after a short forward that touches every weight page). On webgpu this also
-// uploads the weights and compiles the pipelines.
-if (test.kind === "pp") await forward(benchTokens(test.n, model.nVocab), newCache(test.n));
+// uploads the weights and compiles the pipelines. A prompt test then reads the prompt again into
+// the same cache, emptied, as llama-bench clears its context's cache between runs.
+const promptCache = test.kind === "pp" ? newCache(test.n) : null;
+if (promptCache) await forward(benchTokens(test.n, model.nVocab), promptCache);
 else {
   const cache = newCache(16);
   await forward(benchTokens(8, model.nVocab), cache);
@@ -49,7 +54,8 @@ else {
 let seconds: number;
 if (test.kind === "pp") {
   const prompt = benchTokens(test.n, model.nVocab);
-  const cache = newCache(test.n);
+  const cache = promptCache!;
+  cache.truncate(0);
   const t0 = performance.now();
   await forward(prompt, cache);
   seconds = (performance.now() - t0) / 1000;

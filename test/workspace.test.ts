@@ -75,3 +75,25 @@ test("only the latest run's arrays stay for the next one", () => {
   const c = ws.run(() => forward(2), (r) => r.y.data);
   assert.ok(c.h !== a.h && c.g !== a.g);
 });
+
+test("a scope given its input frees that array too, even one taken before an enclosing scope", () => {
+  const ws = new Workspace();
+  ws.run(() => {
+    const x0 = Tensor.zeros([2, 3]).data.fill(3);                    // taken before both scopes
+    let h: Float32Array | undefined, y2: Float32Array | undefined;
+    const y1 = ws.scope(() => {
+      h = Tensor.zeros([2, 3]).data;
+      y2 = ws.scope(() => Tensor.zeros([2, 3]).data.fill(7), (y) => y, x0); // x0 is free after it
+      assert.deepEqual([...y2], new Array(6).fill(7));
+      const y = Tensor.zeros([2, 3]).data;
+      assert.ok(y === x0, "the next array of that length is x0's, zero-filled");
+      assert.deepEqual([...y], new Array(6).fill(0));
+      return y.fill(1);
+    }, (y) => y);
+    // The enclosing scope gave back everything it took but its result: h and the inner result.
+    const a = Tensor.zeros([2, 3]).data, b = Tensor.zeros([2, 3]).data;
+    assert.ok((a === h && b === y2) || (a === y2 && b === h), "h and the inner result are handed out again");
+    assert.deepEqual([...y1], new Array(6).fill(1), "the result is not handed out again");
+    return y1;
+  }, (y) => y);
+});

@@ -126,5 +126,5 @@ export class InferenceOps implements Ops<Tensor> {
     return y;
   }
   lastRows(x: Tensor): Tensor { return this.wanted ? P.gatherRows(x, this.wanted) : x; }
-  block(fn: () => Tensor): Tensor { return scoped(fn, (y) => y.data); }
+  block(fn: () => Tensor, input?: Tensor): Tensor { return scoped(fn, (y) => y.data, input?.data); }
 }

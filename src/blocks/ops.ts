@@ -115,6 +115,7 @@ export interface Ops<X extends Value> {
    *  to; training keeps all. */
   lastRows(x: X): X;
   /** One block of the forward (a layer): inference may reuse what it allocated, all but its
-   *  result, after it returns (tensor/workspace.ts); training and the GPU just run it. */
-  block(fn: () => X): X;
+   *  result, after it returns, and `input` too, which the forward no longer reads
+   *  (tensor/workspace.ts); training and the GPU just run it. */
+  block(fn: () => X, input?: X): X;
 }

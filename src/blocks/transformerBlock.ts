@@ -27,9 +27,10 @@ export interface BlockConfig {
   postNorms: boolean;
 }
 
-/** x: [T, d] → [T, d], layer `layer` (ops.block: inference reuses its activations' memory after it) */
+/** x: [T, d] → [T, d], layer `layer` (ops.block: inference reuses its activations' memory after
+ *  it, and x's: the forward carries on from the output) */
 export function transformerBlock<X extends Value>(ops: Ops<X>, x: X, c: BlockConfig, layer: number): X {
-  return ops.block(() => block(ops, x, c, layer));
+  return ops.block(() => block(ops, x, c, layer), x);
 }
 
 function block<X extends Value>(ops: Ops<X>, x: X, c: BlockConfig, layer: number): X {
