@@ -133,6 +133,7 @@ static const uint8_t *at(const op_t *op, size_t off) {
 }
 
 int readahead_step(int ith, int nthreads) {
+  if (nthreads < 2 || ith < 1 || ith >= nthreads) return 0; // (the pool is being resized)
   worker_ra_t *w = &W[ith];
   const unsigned s = atomic_load(&seq);
   if (s != w->seen && !(s & 1)) { // a new hint: copy it, and keep the copy only if it was not being rewritten
