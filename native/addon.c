@@ -674,6 +674,7 @@ static void init_once(void) {
   if (f && !strcmp(f, "avx512vnni")) toy_has_bf16 = 0;
 #endif
   matmul_init();
+  readahead_init();
   pool_init(default_threads());
 }
 

@@ -24,7 +24,14 @@
 #define READAHEAD_BLOCK 4096     // bytes read between two looks at the job counter
 #define READAHEAD_MAX (768 << 10) // per worker and hint: most of a Zen 4 core's 1 MB L2
 #include <stdlib.h>
-static size_t ra_max(void) { static size_t m; if (!m) { const char *e = getenv("TOY_RA_MAX"); m = e ? (size_t)atol(e) << 10 : READAHEAD_MAX; } return m; }
+// TOY_READAHEAD: the KB each worker reads ahead per product (0: none); default READAHEAD_MAX.
+static size_t max_bytes = READAHEAD_MAX;
+static int caller_share; // experiment: TOY_RA_CALLER=1 also reads the caller's share
+void readahead_init(void) {
+  const char *e = getenv("TOY_READAHEAD");
+  if (e && *e) max_bytes = (size_t)atol(e) << 10;
+  caller_share = getenv("TOY_RA_CALLER") != NULL;
+}
 #define MAX_WORKERS 256
 
 typedef struct { const uint8_t *p[TOY_MM_MULTI_MAX]; size_t len[TOY_MM_MULTI_MAX]; int n; } op_t;
@@ -104,7 +111,7 @@ static entry_t *entry_of(const uint8_t *key) {
 }
 
 void readahead_before(const uint8_t *const *p, const size_t *len, int n) {
-  if (pool_threads() < 2 || n < 1 || n > TOY_MM_MULTI_MAX) return;
+  if (!max_bytes || pool_threads() < 2 || n < 1 || n > TOY_MM_MULTI_MAX) return;
   op_t cur = { .n = n };
   for (int i = 0; i < n; i++) { cur.p[i] = p[i]; cur.len[i] = len[i]; }
   pthread_mutex_lock(&mu);
@@ -145,10 +152,10 @@ int readahead_step(int ith, int nthreads) {
       for (int i = 0; i < op.n; i++) total += op.len[i];
       const size_t share = total / (size_t)nthreads, part = share / (size_t)(nthreads - 1);
       w->off = part * (size_t)(ith - 1); // the caller's share, split over the workers
-      w->end = w->off + (getenv("TOY_RA_CALLER") ? part : 0);
+      w->end = w->off + (caller_share ? part : 0);
       w->off2 = share * (size_t)ith;
       w->end2 = w->off2 + share;
-      if (w->end2 > w->off2 + ra_max()) w->end2 = w->off2 + ra_max();
+      if (w->end2 > w->off2 + max_bytes) w->end2 = w->off2 + max_bytes;
     }
   }
   if (w->seen == s && w->off >= w->end && w->off2 < w->end2) { w->off = w->off2; w->end = w->end2; w->off2 = w->end2; }

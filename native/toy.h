@@ -55,6 +55,7 @@ int k_matmul_multi(const float *x, int n, const toy_mm_weight_t *ws, int64_t col
 
 // --- readahead of the next product's weights by waiting workers (readahead.c) ---
 /** Memory that may be read ahead (a file mapping, a repacked copy) until readahead_unregister(p). */
+void readahead_init(void); // reads TOY_READAHEAD
 void readahead_register(const void *p, size_t len);
 void readahead_unregister(const void *p);
 /** Called before a product of the weights p[0..n) (len bytes each): learns and publishes the hint. */
