@@ -16,7 +16,7 @@ import type { KVType } from "../src/blocks/kvCacheTypes.js";
 import { keepYoungGenerationSmall } from "../src/cli/youngGeneration.js";
 import { benchTokens, parseTest } from "./tests.js";
 
-keepYoungGenerationSmall(); // as the toy command does
+keepYoungGenerationSmall(); // as `toy infer` does
 
 const [path, threadsArg, testArg, cacheTypeArg, backendArg = "cpu"] = process.argv.slice(2);
 const test = parseTest(testArg);

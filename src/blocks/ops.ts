@@ -114,8 +114,8 @@ export interface Ops<X extends Value> {
   /** The rows whose outputs are wanted: inference keeps each sequence's last row when asked
    *  to; training keeps all. */
   lastRows(x: X): X;
-  /** One block of the forward (a layer): inference may reuse what it allocated, all but its
-   *  result, after it returns, and `input` too, which the forward no longer reads
-   *  (tensor/workspace.ts); training and the GPU just run it. */
+  /** One block of the forward (a layer, or its attention): inference may reuse what it
+   *  allocated, all but its result, after it returns, and `input` too, which the forward no
+   *  longer reads (tensor/workspace.ts); training and the GPU just run it. */
   block(fn: () => X, input?: X): X;
 }

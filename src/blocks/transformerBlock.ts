@@ -35,7 +35,8 @@ export function transformerBlock<X extends Value>(ops: Ops<X>, x: X, c: BlockCon
 
 function block<X extends Value>(ops: Ops<X>, x: X, c: BlockConfig, layer: number): X {
   const n = blockNames(layer);
-  let h = selfAttention(ops, norm(ops, x, n.attnNorm, c.norm), n, c.attn, layer);   // [T, d]
+  // The attention in a block of its own: its arrays are free for the FFN's.
+  let h = ops.block(() => selfAttention(ops, norm(ops, x, n.attnNorm, c.norm), n, c.attn, layer)); // [T, d]
   if (c.postNorms) h = norm(ops, h, n.postAttnNorm, c.norm);
   const [mid, g] = addNorm(ops, x, h, n.ffnNorm, c.norm);                           // x + h and its norm: [T, d]
   let f = c.ffn.experts > 0

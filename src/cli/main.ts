@@ -5,9 +5,6 @@
 import { Command, CommanderError } from "commander";
 import { EXIT, ToyError } from "../errors.js";
 import { buildProgram } from "./program.js";
-import { keepYoungGenerationSmall } from "./youngGeneration.js";
-
-keepYoungGenerationSmall();
 
 function fail(message: string, code: number): never {
   process.stderr.write(`toy: ${message}\n`);

@@ -14,6 +14,7 @@ import { interactiveChat } from "../chat.js";
 import { defaultModelPath } from "../../io/discovery/modelNames.js";
 import { backendOptions, cacheTypeOption } from "./options.js";
 import { prepareBackend } from "../../backends/index.js";
+import { keepYoungGenerationSmall } from "../youngGeneration.js";
 
 export interface InferFlags {
   prompt?: string;
@@ -93,6 +94,7 @@ function readMessages(path: string): ChatMessage[] {
 }
 
 async function runInfer(modelPath: string, flags: InferFlags): Promise<void> {
+  keepYoungGenerationSmall();
   const inputs = [flags.prompt, flags.ids, flags.chat, flags.messages].filter((x) => x !== undefined).length;
   if (inputs !== 1) throw new UsageError("give exactly one of --prompt TEXT, --ids 1,2,3, --chat [TEXT] or --messages FILE");
   if (flags.system !== undefined && flags.chat === undefined) throw new UsageError("--system goes with --chat");
