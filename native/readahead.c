@@ -14,25 +14,28 @@
 // and repacked copies (repack), registered when made and unregistered by their finalizers. An
 // unregister forgets everything learned and waits until no worker is inside a read, so a worker
 // never touches freed memory. Weights in JavaScript-owned arrays are simply never hinted.
+//
+// Measured (SmolLM2 tg64, 2 threads, quiet, 8 interleaved pairs each, TOY_READAHEAD=0 vs the
+// default): F16 +6%, Q4_0 +3%; BF16 and Q4_1 +6–7% in 4 pairs. Reading the caller's share as well
+// (into the shared L3) and larger spans (4 MB) gained no more.
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include "toy.h"
 
 #define MAX_REGIONS 4096
-#define TABLE_SIZE 1024          // learned successors (open addressing; a power of two)
-#define READAHEAD_BLOCK 4096     // bytes read between two looks at the job counter
+#define MAX_WORKERS 256
+#define TABLE_SIZE 1024           // products remembered (open addressing; a power of two)
+#define READAHEAD_BLOCK 4096      // bytes read between two looks at the job counter
 #define READAHEAD_MAX (768 << 10) // per worker and hint: most of a Zen 4 core's 1 MB L2
-#include <stdlib.h>
-// TOY_READAHEAD: the KB each worker reads ahead per product (0: none); default READAHEAD_MAX.
+
+// TOY_READAHEAD: the KB each worker reads ahead per product (0: none).
 static size_t max_bytes = READAHEAD_MAX;
-static int caller_share; // experiment: TOY_RA_CALLER=1 also reads the caller's share
 void readahead_init(void) {
   const char *e = getenv("TOY_READAHEAD");
   if (e && *e) max_bytes = (size_t)atol(e) << 10;
-  caller_share = getenv("TOY_RA_CALLER") != NULL;
 }
-#define MAX_WORKERS 256
 
 typedef struct { const uint8_t *p[TOY_MM_MULTI_MAX]; size_t len[TOY_MM_MULTI_MAX]; int n; } op_t;
 
@@ -50,9 +53,9 @@ static atomic_uint seq;
 static op_t hint;
 static atomic_int reading[MAX_WORKERS]; // worker i is inside a read of the hint's bytes
 
-// A worker reads two spans of the op's bytes (laid end to end): its part of the caller's share,
-// then its own share, which it computes itself and so is read last (still in its L2).
-typedef struct { _Alignas(64) unsigned seen; op_t op; size_t off, end, off2, end2; } worker_ra_t;
+// Worker i's readahead: the op it read the hint into, and the span of the op's bytes (its weights
+// laid end to end) still to read.
+typedef struct { _Alignas(64) unsigned seen; op_t op; size_t off, end; } worker_ra_t;
 static worker_ra_t W[MAX_WORKERS];
 static atomic_long bytes_read; // for TOY_POOL_STATS
 
@@ -150,15 +153,12 @@ int readahead_step(int ith, int nthreads) {
       w->op = op;
       size_t total = 0;
       for (int i = 0; i < op.n; i++) total += op.len[i];
-      const size_t share = total / (size_t)nthreads, part = share / (size_t)(nthreads - 1);
-      w->off = part * (size_t)(ith - 1); // the caller's share, split over the workers
-      w->end = w->off + (caller_share ? part : 0);
-      w->off2 = share * (size_t)ith;
-      w->end2 = w->off2 + share;
-      if (w->end2 > w->off2 + max_bytes) w->end2 = w->off2 + max_bytes;
+      // Its own share (the pool hands thread i the chunks from i/n of the way through).
+      const size_t share = total / (size_t)nthreads;
+      w->off = share * (size_t)ith;
+      w->end = w->off + (share < max_bytes ? share : max_bytes);
     }
   }
-  if (w->seen == s && w->off >= w->end && w->off2 < w->end2) { w->off = w->off2; w->end = w->end2; w->off2 = w->end2; }
   if (w->seen != s || w->off >= w->end) return 0;
   atomic_store(&reading[ith], 1);
   if (atomic_load(&seq) != s) { atomic_store(&reading[ith], 0); return 0; } // released or replaced meanwhile
