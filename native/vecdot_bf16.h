@@ -29,13 +29,6 @@ static inline uint16_t bf16_round1(float f) {
   return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
 }
 
-static inline float bf16_value(uint16_t h) {
-  const uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 /** Activation row t as bf16 into m->xq (row stride m->xstride bytes). */
 static void bf16_round_chunk(void *p, int64_t t, int ith) {
   (void)ith;
@@ -69,7 +62,7 @@ static inline __attribute__((always_inline)) void bf_kernel(const uint8_t *w, si
     for (int r = 0; r < NR; r++) {
       float s = _mm512_reduce_add_ps(acc[i][r]);
       const uint16_t *row = (const uint16_t *)(w + i * rs); // columns past 32k: file layout only
-      for (int64_t k = c; k < cols; k++) s += bf16_value(row[k]) * bf16_value(x[r][k]);
+      for (int64_t k = c; k < cols; k++) s += bf16_to_f32(row[k]) * bf16_to_f32(x[r][k]);
       out[r * ostride + i] = s;
     }
 }
