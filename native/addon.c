@@ -165,8 +165,7 @@ static void drop_pages(const uint8_t *p, size_t len) {
 
 // Repacked copies live in arenas of 2 MB-aligned memory marked MADV_HUGEPAGE (transparent huge
 // pages in "madvise" mode, this host's setting): decode streams every weight once a token, and on
-// 4 KB pages that is a TLB miss every 4 KB (SmolLM2 decode, F16 and Q4_0 alike, ran ~1.3x faster
-// on 1 thread with its weights on huge pages). One arena holds many weights, most of them smaller than a huge page; each copy is an
+// 4 KB pages that is a TLB miss every 4 KB. One arena holds many weights, most of them smaller than a huge page; each copy is an
 // external ArrayBuffer whose finalizer gives its bytes back (and tells readahead.c, which may read
 // registered copies), and an arena is unmapped when the
 // last of its copies is collected. Only touched pages are resident, so an arena's unused tail

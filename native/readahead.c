@@ -14,10 +14,6 @@
 // and repacked copies (repack), registered when made and unregistered by their finalizers. An
 // unregister forgets everything learned and waits until no worker is inside a read, so a worker
 // never touches freed memory. Weights in JavaScript-owned arrays are simply never hinted.
-//
-// Measured (SmolLM2 tg64, 2 threads, quiet, 8 interleaved pairs each, TOY_READAHEAD=0 vs the
-// default): F16 +6%, Q4_0 +3%; BF16 and Q4_1 +6–7% in 4 pairs. Reading the caller's share as well
-// (into the shared L3) and larger spans (4 MB) gained no more.
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
