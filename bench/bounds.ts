@@ -3,6 +3,7 @@
 // than measured read bandwidth ÷ (weight bytes + KV bytes per token).
 
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
+import { typeName } from "../src/io/gguf/types.js";
 
 /** Bytes of weights read per generated token: every tensor, but only one row of an untied embedding. */
 export function weightBytesPerToken(path: string): number {
@@ -32,4 +33,11 @@ export function kvBytesPerToken(path: string, cached: number, cacheType = "f16")
   let rows = 0;
   for (let l = 0; l < nLayer; l++) rows += sliding(l) ? Math.min(cached, Number(window)) : cached;
   return rows * nKV * (keyLength + valueLength) * KV_VALUE_BYTES[cacheType];
+}
+
+/** The storage type holding most of a file's weight bytes, by name ("Q4_K" for a Q4_K_M file). */
+export function mainWeightType(path: string): string {
+  const bytes = new Map<number, number>();
+  for (const t of readGGUFHeader(path).tensors) bytes.set(t.type, (bytes.get(t.type) ?? 0) + t.byteLength);
+  return typeName([...bytes].sort((a, b) => b[1] - a[1])[0][0]);
 }

@@ -20,12 +20,14 @@ import { supportedArchitectures } from "../src/archs/index.js";
 import { cpuBackend } from "../src/backends/index.js";
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
 import { fixturesDir } from "../test/helpers/fixtures.js";
-import { kvBytesPerToken, weightBytesPerToken } from "./bounds.js";
+import { kvBytesPerToken, mainWeightType, weightBytesPerToken } from "./bounds.js";
+import type { KernelRate } from "./kernelRates.js";
 import { BENCH_TYPES, ensureSmolModel, GEMMA3_NAME, gemma3Path, type BenchModel, type BenchType } from "./models.js";
 import { ensureLlamaCpp, ensureLlamaCppGpu, ensureNodeLlamaCpp, llamaBench, runMeasured, type LlamaCpp, type Measurement } from "./peers.js";
 import { DEFAULT_TESTS, parseTest, type BenchTest } from "./tests.js";
 import { trainingRows, printTraining, TRAINING_ROWS, type TrainingOptions } from "./training.js";
 import { existsSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 
 const PEERS = ["llama.cpp", "node-llama-cpp"] as const;
 type Peer = (typeof PEERS)[number] | "toy";
@@ -99,6 +101,14 @@ async function nodeLlamaCppRun(peerDir: string, model: string, threads: number, 
   return JSON.parse(lastLine(r.stdout));
 }
 
+/** bench/kernelRates.ts in a process of its own (none when it fails: the rows then say nothing of what binds). */
+function kernelRates(): KernelRate[] {
+  const r = spawnSync(process.execPath, [join(root, "dist", "bench", "kernelRates.js")], { encoding: "utf8" });
+  if (r.status === 0) return JSON.parse(r.stdout) as KernelRate[];
+  log(`decode kernel rates not measured: ${r.stderr.trim() || `exit ${r.status}`}`);
+  return [];
+}
+
 /** The grid's models that exist (made on first use), and the ones skipped with the reason. */
 function resolveModels(llama: LlamaCpp | null): { models: BenchModel[]; skipped: { name: string; reason: string }[] } {
   const models: BenchModel[] = [], skipped: { name: string; reason: string }[] = [];
@@ -142,6 +152,15 @@ async function inference(): Promise<void> {
   for (const s of skipped) log(`skipping ${s.name}: ${s.reason}`);
   if (lc) log(`llama.cpp ${lc.version} (${lc.bin})`);
   const load0 = loadavg();
+
+  // Which types' decode waits on memory (bench/kernelRates.ts), measured once, before the grid.
+  const rates: KernelRate[] = cpu ? kernelRates() : [];
+  for (const r of rates) log(`decode product, 1 thread, ${r.type}: ${r.in_cache_gbs} GB/s in cache, ${r.from_memory_gbs} GB/s from memory`);
+  /** "memory" where the model's main weight type reads ≥ 1.5× faster from cache than from memory, else "compute". */
+  const binds = (path: string): string | null => {
+    const r = rates.find((x) => x.type === mainWeightType(path));
+    return r ? (r.in_cache_gbs >= 1.5 * r.from_memory_gbs ? "memory" : "compute") : null;
+  };
 
   let adapter: string | undefined;
   const cells: Cell[] = [];
@@ -194,7 +213,7 @@ async function inference(): Promise<void> {
         kind: "inference", threads, model: model.name, label: model.label, file: model.path, test: test.name,
         toy_tps: toy, llama_cpp_tps: lcpp, node_llama_cpp_tps: nl,
         ratio_llama_cpp: toy / lcpp, ratio_node_llama_cpp: toy / nl,
-        bound_tps: bound, toy_of_bound: bound === null ? null : toy / bound,
+        bound_tps: bound, toy_of_bound: bound === null ? null : toy / bound, binds: bound === null ? null : binds(model.path),
         toy_rss_mb: median(runs.toy.map((x) => x.rss_mb)), llama_cpp_rss_mb: median(runs["llama.cpp"].map((x) => x.rss_mb)),
         node_llama_cpp_rss_mb: median(runs["node-llama-cpp"].map((x) => x.rss_mb)),
         toy_runs: runs.toy.map((x) => x.tps), llama_cpp_runs: runs["llama.cpp"].map((x) => x.tps), node_llama_cpp_runs: runs["node-llama-cpp"].map((x) => x.tps),
@@ -205,6 +224,7 @@ async function inference(): Promise<void> {
       kind: "meta", date: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length, backend, adapter: adapter ?? null,
       load_before: load0.map((x) => +x.toFixed(2)), load_after: load1.map((x) => +x.toFixed(2)),
       llama_cpp: lc ? { version: lc.version, commit: lc.commit, bin: lc.bin } : null, reps,
+      decode_kernel_rates: rates,
       bandwidth_gbs: Object.fromEntries([...bandwidth].map(([t, b]) => [t, +(median(b) / 1e9).toFixed(1)])),
       toy_cache_type: rows.find((r) => r.toy_cache_type)?.toy_cache_type ?? null, llama_cpp_cache_type: "f16",
       minutes: +((performance.now() - start) / 60000).toFixed(1), skipped,
@@ -216,11 +236,11 @@ async function inference(): Promise<void> {
       return;
     }
     for (const threads of threadCounts) {
-      const head = ["model", "test", "toy t/s", "llama.cpp t/s", "toy/llama.cpp", ...(nlcDir ? ["node-llama-cpp t/s", "toy/nlc"] : []), "bound t/s", "toy/bound", "toy RSS MB", "llama.cpp RSS MB"];
+      const head = ["model", "test", "toy t/s", "llama.cpp t/s", "toy/llama.cpp", ...(nlcDir ? ["node-llama-cpp t/s", "toy/nlc"] : []), "bound t/s", "toy/bound", "binds", "toy RSS MB", "llama.cpp RSS MB"];
       const table = rows.filter((r) => r.threads === threads).map((r) => [
         r.label, r.test, fmt(r.toy_tps), fmt(r.llama_cpp_tps), fmt(r.ratio_llama_cpp, 2),
         ...(nlcDir ? [fmt(r.node_llama_cpp_tps), fmt(r.ratio_node_llama_cpp, 2)] : []),
-        r.bound_tps === null ? "" : fmt(r.bound_tps), r.toy_of_bound === null ? "" : fmt(r.toy_of_bound, 2), fmt(r.toy_rss_mb, 0), fmt(r.llama_cpp_rss_mb, 0),
+        r.bound_tps === null ? "" : fmt(r.bound_tps), r.toy_of_bound === null ? "" : fmt(r.toy_of_bound, 2), r.binds ?? "", fmt(r.toy_rss_mb, 0), fmt(r.llama_cpp_rss_mb, 0),
       ]);
       const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
       process.stdout.write(`\n### ${threads} thread${threads > 1 ? "s" : ""}\n\n` + [line(head), line(head.map(() => "---")), ...table.map(line)].join("\n") + "\n");
@@ -230,6 +250,12 @@ async function inference(): Promise<void> {
       `load average ${load0[0].toFixed(1)} → ${load1[0].toFixed(1)}; ${meta.minutes} min; ${cpus()[0]?.model}` +
       (partial ? `; STOPPED after ${done} of ${total} runs (a cell's median is over the repetitions it finished)` : "") +
       (onGpu ? `; toy on webgpu (${adapter ?? "adapter unknown"}), llama.cpp -ngl 99` : "") + "\n");
+    if (rates.length) {
+      const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
+      process.stdout.write("\n### Decode products, 1 thread: weight GB/s read in cache and from memory\n\n" +
+        [line(["type", "in cache", "from memory", "binds"]), line(["---", "---", "---", "---"]),
+          ...rates.map((r) => line([r.type, fmt(r.in_cache_gbs, 1), fmt(r.from_memory_gbs, 1), r.in_cache_gbs >= 1.5 * r.from_memory_gbs ? "memory" : "compute"]))].join("\n") + "\n");
+    }
     for (const s of skipped) process.stdout.write(`skipped ${s.name}: ${s.reason}\n`);
     for (const r of rows) if (r.errors.length) process.stdout.write(`${r.threads}t ${r.model} ${r.test}: ${r.errors.length} failed runs, e.g. ${r.errors[0]}\n`);
   }

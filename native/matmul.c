@@ -271,9 +271,10 @@ static size_t repack_block_bytes(int type, int64_t cols, int64_t rows) {
   // BF16 on the vdpbf16ps path in blocks of 32 values (vecdot_bf16.h; other widths stay as in the
   // file); F16 and BF16 otherwise in blocks of eight values, for the float kernels (vecdot_float.h).
   if (type == T_BF16 && toy_has_bf16) return cols % 32 == 0 && rows >= VNNI_ROWS ? 64 : 0;
-  const int half = (type == T_F16 || type == T_BF16) && cols % 8 == 0;
-  if (!toy_has_vnni || !(vnni_for(type).x1 || half) || rows < VNNI_ROWS) return 0;
-  return half ? 16 : vnni_block_bytes(type);
+  // F32 (a file's weights only, addon.c js_repack) likewise in blocks of eight values.
+  const int flt = (type == T_F32 || type == T_F16 || type == T_BF16) && cols % 8 == 0;
+  if (!toy_has_vnni || !(vnni_for(type).x1 || flt) || rows < VNNI_ROWS) return 0;
+  return flt ? (type == T_F32 ? 32 : 16) : vnni_block_bytes(type);
 #else
   (void)type; (void)cols; (void)rows;
   return 0;

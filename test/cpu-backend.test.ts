@@ -392,6 +392,33 @@ test("repacking a mapped weight drops its pages from memory", { skip: skip || (p
   }
 });
 
+// A file's F32 weights are copied into the repacked layout (huge pages, one stream for eight rows);
+// an F32 weight elsewhere may be a training parameter that the optimizer updates in place, so it
+// is read where it is. Products from either give the same bits.
+test("F32: a mapped weight is repacked with the same products, a heap one is not", { skip }, () => {
+  const dir = mkdtempSync(join(tmpdir(), "toy-cpu-"));
+  try {
+    const rows = 37, cols = 64, path = join(dir, "w.bin"); // four groups of eight rows and a tail
+    const values = randn(rows * cols, 91);
+    writeFileSync(path, new Uint8Array(values.buffer));
+    const heap = new Uint8Array(values.buffer.slice(0));
+    assert.equal(cpu.addon.repack(heap, GGMLType.F32, rows, cols), undefined);
+    const packed = cpu.addon.repack(cpu.mapFile(path), GGMLType.F32, rows, cols);
+    if (!packed) return; // no packed layout on this CPU (no AVX-512 VNNI)
+    for (const T of [1, 2, 5]) {
+      const x = randn(T * cols, 92 + T), a = new Float32Array(T * rows), b = new Float32Array(T * rows);
+      cpu.addon.matmul(x, heap, GGMLType.F32, rows, cols, T, a);
+      cpu.addon.matmulPacked(x, packed, GGMLType.F32, rows, cols, T, b);
+      assert.deepEqual(b, a, `T=${T}`);
+    }
+    const ids = Int32Array.from([36, 0, 9]), out = new Float32Array(ids.length * cols);
+    cpu.addon.getRows(packed, GGMLType.F32, rows, cols, ids, out, 1);
+    ids.forEach((id, i) => assert.deepEqual(out.subarray(i * cols, (i + 1) * cols), values.subarray(id * cols, (id + 1) * cols)));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("bad arguments throw instead of crashing", { skip }, () => {
   const w = makeWeight(8, 4, 64, 1);
   assert.throws(() => cpu.kernels.matmul(new Float32Array(10), w, 1, new Float32Array(4)), /x has/);

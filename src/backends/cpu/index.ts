@@ -7,11 +7,8 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import type { Kernels } from "../kernels.js";
 import type { NativeAddon } from "./native.js";
-import { GGMLType } from "../../io/gguf/types.js";
 import type { Weight } from "../../tensor/weight.js";
 
-/** Repacked: every type but F32 (training updates F32 weights in place; F32 decode streams well as it is). */
-const repacks = (type: number) => type !== GGMLType.F32;
 
 export type { NativeAddon } from "./native.js";
 export { selfTest, type SelfTestResult } from "./selftest.js";
@@ -60,12 +57,13 @@ function cpuKernels(a: NativeAddon): Kernels {
   // Weights are repacked on their first product (native/matmul.c k_repack: eight-row groups
   // block-interleaved, one memory stream for the widest kernels; same results). The copy lives as
   // long as the weight's bytes; for a mapped file the original pages are dropped, so it replaces
-  // them in memory. F32 weights are left alone: training updates those in place.
+  // them in memory. An F32 weight is copied only from a mapped file (training updates its own F32
+  // parameters in place, js_repack).
   const packed = new WeakMap<Uint8Array, Uint8Array | null>();
   const packedOf = (w: Weight): Uint8Array | null => {
     let p = packed.get(w.bytes);
     if (p === undefined) {
-      p = repacks(w.type) && typeof a.repack === "function" ? a.repack(w.bytes, w.type, w.rows, w.cols) ?? null : null;
+      p = typeof a.repack === "function" ? a.repack(w.bytes, w.type, w.rows, w.cols) ?? null : null;
       packed.set(w.bytes, p);
     }
     return p;
