@@ -21,8 +21,8 @@ import { quantize } from "../src/quant/index.js";
 
 export interface KernelRate { type: string; in_cache_gbs: number; from_memory_gbs: number }
 
-/** The storage types of the bench's models (SmolLM2's Q4_K_M file holds mostly Q5_0: its 576-wide rows are not whole 256-value blocks). */
-const TYPES = [GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K];
+/** The storage types of the bench's models: mostly Q5_0 in the Q4_K_M file, Q5_1 in the Q5_K_M one, Q8_0 in the Q6_K one (rows of 576 values are not whole 256-value blocks, so llama-quantize falls back to them). */
+const TYPES = [GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K];
 
 /** One thread, SmolLM2-135M's down projection (576 × 1536): 0.5–3.5 MB, within the 2 MB L2 for all but F32. */
 export function decodeKernelRates(cpu: CpuBackend, streamBytes = 300e6): KernelRate[] {
