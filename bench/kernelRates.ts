@@ -21,6 +21,9 @@ import { quantize } from "../src/quant/index.js";
 
 export interface KernelRate { type: string; in_cache_gbs: number; from_memory_gbs: number }
 
+/** "memory" where the type's decode product reads ≥ 1.5× faster from cache than from memory, else "compute". */
+export const binds = (r: KernelRate): "memory" | "compute" => (r.in_cache_gbs >= 1.5 * r.from_memory_gbs ? "memory" : "compute");
+
 /** The storage types of the bench's models: mostly Q5_0 in the Q4_K_M file, Q5_1 in the Q5_K_M one, Q8_0 in the Q6_K one (rows of 576 values are not whole 256-value blocks, so llama-quantize falls back to them). */
 const TYPES = [GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K];
 
@@ -36,13 +39,15 @@ export function decodeKernelRates(cpu: CpuBackend, streamBytes = 300e6): KernelR
     return TYPES.map((type) => {
       const path = join(dir, `${typeName(type)}.bin`);
       writeFileSync(path, quantize(type, values, rows, cols));
-      // A fresh mapping each time; repack copies it (and drops its pages), so copies never share memory.
-      // (A type without a repacked layout on this CPU reads a heap copy, as the file's bytes.)
+      // A fresh mapping each time; repack copies it (and drops its pages), so copies never share
+      // memory. A type without a repacked layout on this CPU reads heap copies of the file's bytes.
       const copy = () => { const m = cpu.mapFile(path); return cpu.addon.repack(m, type, rows, cols) ?? m.slice(); };
-      const packed = cpu.addon.repack(cpu.mapFile(path), type, rows, cols) !== undefined;
-      const product = (w: Uint8Array) => packed ? cpu.addon.matmulPacked(x, w, type, rows, cols, 1, out) : cpu.addon.matmul(x, w, type, rows, cols, 1, out);
+      const first = cpu.addon.repack(cpu.mapFile(path), type, rows, cols);
+      const product = first
+        ? (w: Uint8Array) => cpu.addon.matmulPacked(x, w, type, rows, cols, 1, out)
+        : (w: Uint8Array) => cpu.addon.matmul(x, w, type, rows, cols, 1, out);
       const seconds = (fn: () => void, n: number) => { const t0 = performance.now(); for (let i = 0; i < n; i++) fn(); return (performance.now() - t0) / 1e3 / n; };
-      const hot = copy();
+      const hot = first ?? copy();
       for (let i = 0; i < 50; i++) product(hot);
       const inCache = hot.length / seconds(() => product(hot), 2000);
       const copies = Array.from({ length: Math.ceil(streamBytes / hot.length) }, copy);

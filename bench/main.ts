@@ -21,7 +21,7 @@ import { cpuBackend } from "../src/backends/index.js";
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
 import { fixturesDir } from "../test/helpers/fixtures.js";
 import { kvBytesPerToken, mainWeightType, weightBytesPerToken } from "./bounds.js";
-import type { KernelRate } from "./kernelRates.js";
+import { binds as bindsOf, type KernelRate } from "./kernelRates.js";
 import { BENCH_TYPES, ensureSmolModel, GEMMA3_NAME, gemma3Path, type BenchModel, type BenchType } from "./models.js";
 import { ensureLlamaCpp, ensureLlamaCppGpu, ensureNodeLlamaCpp, llamaBench, runMeasured, type LlamaCpp, type Measurement } from "./peers.js";
 import { DEFAULT_TESTS, parseTest, type BenchTest } from "./tests.js";
@@ -156,10 +156,10 @@ async function inference(): Promise<void> {
   // Which types' decode waits on memory (bench/kernelRates.ts), measured once, before the grid.
   const rates: KernelRate[] = cpu ? kernelRates() : [];
   for (const r of rates) log(`decode product, 1 thread, ${r.type}: ${r.in_cache_gbs} GB/s in cache, ${r.from_memory_gbs} GB/s from memory`);
-  /** "memory" where the model's main weight type reads ≥ 1.5× faster from cache than from memory, else "compute". */
+  /** What binds a model's decode: what binds its main weight type's product (null: not measured). */
   const binds = (path: string): string | null => {
     const r = rates.find((x) => x.type === mainWeightType(path));
-    return r ? (r.in_cache_gbs >= 1.5 * r.from_memory_gbs ? "memory" : "compute") : null;
+    return r ? bindsOf(r) : null;
   };
 
   let adapter: string | undefined;
@@ -235,6 +235,7 @@ async function inference(): Promise<void> {
       for (const r of rows) process.stdout.write(JSON.stringify(r) + "\n");
       return;
     }
+    const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
     for (const threads of threadCounts) {
       const head = ["model", "test", "toy t/s", "llama.cpp t/s", "toy/llama.cpp", ...(nlcDir ? ["node-llama-cpp t/s", "toy/nlc"] : []), "bound t/s", "toy/bound", "binds", "toy RSS MB", "llama.cpp RSS MB"];
       const table = rows.filter((r) => r.threads === threads).map((r) => [
@@ -242,7 +243,6 @@ async function inference(): Promise<void> {
         ...(nlcDir ? [fmt(r.node_llama_cpp_tps), fmt(r.ratio_node_llama_cpp, 2)] : []),
         r.bound_tps === null ? "" : fmt(r.bound_tps), r.toy_of_bound === null ? "" : fmt(r.toy_of_bound, 2), r.binds ?? "", fmt(r.toy_rss_mb, 0), fmt(r.llama_cpp_rss_mb, 0),
       ]);
-      const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
       process.stdout.write(`\n### ${threads} thread${threads > 1 ? "s" : ""}\n\n` + [line(head), line(head.map(() => "---")), ...table.map(line)].join("\n") + "\n");
     }
     process.stdout.write(`\nllama.cpp ${lc ? `${lc.version}` : "unavailable"}; toy KV cache ${meta.toy_cache_type ?? "-"}, llama.cpp f16; ` +
@@ -251,10 +251,9 @@ async function inference(): Promise<void> {
       (partial ? `; STOPPED after ${done} of ${total} runs (a cell's median is over the repetitions it finished)` : "") +
       (onGpu ? `; toy on webgpu (${adapter ?? "adapter unknown"}), llama.cpp -ngl 99` : "") + "\n");
     if (rates.length) {
-      const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
       process.stdout.write("\n### Decode products, 1 thread: weight GB/s read in cache and from memory\n\n" +
         [line(["type", "in cache", "from memory", "binds"]), line(["---", "---", "---", "---"]),
-          ...rates.map((r) => line([r.type, fmt(r.in_cache_gbs, 1), fmt(r.from_memory_gbs, 1), r.in_cache_gbs >= 1.5 * r.from_memory_gbs ? "memory" : "compute"]))].join("\n") + "\n");
+          ...rates.map((r) => line([r.type, fmt(r.in_cache_gbs, 1), fmt(r.from_memory_gbs, 1), bindsOf(r)]))].join("\n") + "\n");
     }
     for (const s of skipped) process.stdout.write(`skipped ${s.name}: ${s.reason}\n`);
     for (const r of rows) if (r.errors.length) process.stdout.write(`${r.threads}t ${r.model} ${r.test}: ${r.errors.length} failed runs, e.g. ${r.errors[0]}\n`);

@@ -169,8 +169,7 @@ static void drop_pages(const uint8_t *p, size_t len) {
 // than a huge page; each copy is an external ArrayBuffer whose finalizer gives its bytes back (and
 // tells readahead.c, which may read registered copies), and an arena is unmapped when the last of
 // its copies is collected. Only touched pages are resident, so an arena's unused tail costs at
-// most one huge page; arenas of 256 MB of address space leave fewer such tails than 64 MB ones
-// did (peak RSS 8 MB lower for F32 SmolLM2, 4 MB for F16).
+// most one huge page; arenas of 256 MB of address space leave fewer such tails than smaller ones.
 #define HUGE_PAGE ((size_t)2 << 20)
 #define ARENA_BYTES ((size_t)256 << 20)
 typedef struct { uint8_t *base; size_t size, used; long live; } arena_t;

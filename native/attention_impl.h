@@ -97,11 +97,8 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 
 // A cached head slice (len bytes at p; its first two cache lines) fetched ATT_PF positions ahead:
 // one head's K or V slices are a strided walk (a position's row holds every KV head), which the
-// hardware prefetchers followed poorly here (SmolLM2 Q4_0 decode at depth 4096, 1 thread: 13%
-// faster with it; 2 threads, and depth 1024, unchanged within noise).
-#ifndef ATT_PF
+// hardware prefetchers followed poorly here (decode over a long cache, 1 thread).
 #define ATT_PF 16
-#endif
 #define ATT_PREFETCH(p, len) do { _mm_prefetch((const char *)(p), _MM_HINT_T0); if ((len) > 64) _mm_prefetch((const char *)(p) + 64, _MM_HINT_T0); } while (0)
 
 // VL values of a cached head slice from value i (i a multiple of 8; Q8_0: d · q, as kv_row).
@@ -377,4 +374,5 @@ static void NAME(kv_store)(const float *x, int64_t n, int type, uint8_t *dst) {
 #undef V_LOADH
 #undef V_LOADI8
 #undef ATT_PREFETCH
+#undef ATT_PF
 #endif
