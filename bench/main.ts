@@ -1,10 +1,13 @@
 // npm run bench [-- --json] [--quick] [--models F32,Q4_1,…] [--tests pp128,tg64@4096] [--threads 1,2]
-//                  [--reps 3] [--peers llama.cpp,node-llama-cpp] [--cache-type f16] [--only inference|training]
+//                  [--reps 3] [--repetitions 5] [--peers llama.cpp,node-llama-cpp] [--cache-type f16]
+//                  [--only inference|training]
 //                  [--backend cpu|webgpu] [--files a.gguf,b.gguf]
 //
 // toy's cpu backend next to llama.cpp on the same GGUF files with the same threads, test by test
 // (bench/tests.ts: ppN, tgN@D), each run in its own process, toy and the peers interleaved run by
-// run, medians of --reps; peak resident memory of every process; the memory-bandwidth bound of
+// run, medians of --reps; a run is llama-bench's: a warm-up, then --repetitions timed runs of the
+// test (llama-bench's -r and its default, 5), their mean t/s; toy's first timed run is also shown
+// on its own (V8 is still compiling toy's forward then); peak resident memory of every process; the memory-bandwidth bound of
 // decode (bench/bounds.ts). Then the training rows against PyTorch (bench/training.ts).
 // --backend webgpu measures toy's webgpu backend instead, next to llama.cpp built with its own
 // GPU backend (CUDA where nvcc is found, else Vulkan; bench/peers.ts) with every layer offloaded
@@ -40,7 +43,8 @@ const program = new Command("bench")
   .option("--models <list>", `models: ${[...BENCH_TYPES, GEMMA3_NAME].join(",")}`)
   .option("--tests <list>", `tests: ppN, tgN[@D]`, DEFAULT_TESTS.join(","))
   .option("--threads <list>", "thread counts", "1,2")
-  .option("--reps <n>", "runs of each test and peer (medians reported)", "3")
+  .option("--reps <n>", "runs of each test and peer, each in its own process (medians reported)", "3")
+  .option("--repetitions <n>", "timed repetitions of the test inside each run, after its warm-up (their mean t/s; llama-bench's -r)", "5")
   .option("--peers <list>", `inference peers: ${PEERS.join(",")}`, PEERS.join(","))
   .option("--cache-type <type>", "toy's KV-cache type where toy has them (llama.cpp's default is f16)", "f16")
   .addOption(new Option("--only <part>", "run only one part").choices(["inference", "training"]))
@@ -55,6 +59,7 @@ const quick = Boolean(opts.quick);
 const src = (name: string) => program.getOptionValueSource(name);
 const json = Boolean(opts.json);
 const reps = quick && src("reps") === "default" ? 1 : Number(opts.reps);
+const repetitions = Number(opts.repetitions);
 // On webgpu the threads are llama.cpp's host threads: its default, one per core, unless told.
 const threadCounts = (src("threads") !== "default" ? list(opts.threads) : opts.backend === "webgpu" ? [String(cpus().length)] : quick ? ["2"] : list(opts.threads)).map(Number);
 const testNames = quick && src("tests") === "default" ? ["pp128", "tg64", "tg64@1024"] : list(opts.tests);
@@ -71,7 +76,7 @@ function usage(message: string): never {
   log(`bench: ${message}`);
   process.exit(2);
 }
-if (!(reps >= 1) || threadCounts.some((t) => !(t >= 1))) usage("--reps and --threads must be positive integers");
+if (!(reps >= 1) || !Number.isInteger(repetitions) || !(repetitions >= 1) || threadCounts.some((t) => !(t >= 1))) usage("--reps, --repetitions and --threads must be positive integers");
 for (const p of peers) if (!(PEERS as readonly string[]).includes(p)) usage(`unknown peer "${p}" (expected ${PEERS.join(", ")})`);
 for (const m of modelNames) if (m !== GEMMA3_NAME && !(BENCH_TYPES as readonly string[]).includes(m)) usage(`unknown model "${m}" (expected ${[...BENCH_TYPES, GEMMA3_NAME].join(", ")})`);
 let tests: BenchTest[];
@@ -90,13 +95,13 @@ const lastLine = (s: string) => s.trim().split("\n").at(-1) ?? "";
 const errorOf = (stderr: string) => stderr.trim().split("\n").filter(Boolean).slice(-2).join(" | ");
 
 async function toyRun(model: string, threads: number, test: BenchTest): Promise<(Measurement & { cache_type: string; adapter?: string }) | { error: string }> {
-  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "toyRun.js"), model, String(threads), test.name, cacheType, backend]);
+  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "toyRun.js"), model, String(threads), test.name, cacheType, backend, String(repetitions)]);
   if (r.status !== 0) return { error: errorOf(r.stderr) };
   return JSON.parse(lastLine(r.stdout));
 }
 
 async function nodeLlamaCppRun(peerDir: string, model: string, threads: number, test: BenchTest): Promise<Measurement | { error: string }> {
-  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "peerRun.js"), peerDir, model, String(threads), test.name]);
+  const r = await runMeasured(process.execPath, [join(root, "dist", "bench", "peerRun.js"), peerDir, model, String(threads), test.name, String(repetitions)]);
   if (r.status !== 0) return { error: errorOf(r.stderr) };
   return JSON.parse(lastLine(r.stdout));
 }
@@ -180,9 +185,9 @@ async function inference(): Promise<void> {
       const line: string[] = [];
       const t = await toyRun(model.path, threads, test);
       if ("error" in t) cell.errors.push(`toy: ${t.error}`); else { runs.toy.push(t); cell.toyCacheType = t.cache_type; adapter ??= t.adapter; }
-      line.push(`toy ${"error" in t ? "failed" : fmt(t.tps)}`);
+      line.push(`toy ${"error" in t ? "failed" : `${fmt(t.tps)} (1st ${fmt(t.first_tps)})`}`);
       if (lc && peers.includes("llama.cpp")) {
-        const p = await llamaBench(lc.bin, model.path, threads, test, onGpu);
+        const p = await llamaBench(lc.bin, model.path, threads, test, onGpu, repetitions);
         if ("error" in p) cell.errors.push(`llama.cpp: ${p.error}`); else runs["llama.cpp"].push(p);
         line.push(`llama.cpp ${"error" in p ? "failed" : fmt(p.tps)}`);
       }
@@ -211,19 +216,20 @@ async function inference(): Promise<void> {
       const bound = test.kind === "tg" && Number.isFinite(bw) ? bw / (weightBytesPerToken(model.path) + kvBytesPerToken(model.path, test.depth + test.n / 2, "f16")) : null;
       return {
         kind: "inference", threads, model: model.name, label: model.label, file: model.path, test: test.name,
-        toy_tps: toy, llama_cpp_tps: lcpp, node_llama_cpp_tps: nl,
+        toy_tps: toy, toy_first_tps: median(runs.toy.map((x) => x.first_tps ?? NaN)), llama_cpp_tps: lcpp, node_llama_cpp_tps: nl,
         ratio_llama_cpp: toy / lcpp, ratio_node_llama_cpp: toy / nl,
         bound_tps: bound, toy_of_bound: bound === null ? null : toy / bound, binds: bound === null ? null : binds(model.path),
         toy_rss_mb: median(runs.toy.map((x) => x.rss_mb)), llama_cpp_rss_mb: median(runs["llama.cpp"].map((x) => x.rss_mb)),
         node_llama_cpp_rss_mb: median(runs["node-llama-cpp"].map((x) => x.rss_mb)),
         toy_runs: runs.toy.map((x) => x.tps), llama_cpp_runs: runs["llama.cpp"].map((x) => x.tps), node_llama_cpp_runs: runs["node-llama-cpp"].map((x) => x.tps),
+        toy_samples: runs.toy.map((x) => x.samples ?? []), llama_cpp_samples: runs["llama.cpp"].map((x) => x.samples ?? []),
         toy_cache_type: toyCacheType ?? null, errors,
       };
     });
     const meta = {
       kind: "meta", date: new Date().toISOString(), cpu: cpus()[0]?.model, cores: cpus().length, backend, adapter: adapter ?? null,
       load_before: load0.map((x) => +x.toFixed(2)), load_after: load1.map((x) => +x.toFixed(2)),
-      llama_cpp: lc ? { version: lc.version, commit: lc.commit, bin: lc.bin } : null, reps,
+      llama_cpp: lc ? { version: lc.version, commit: lc.commit, bin: lc.bin } : null, reps, repetitions,
       decode_kernel_rates: rates,
       bandwidth_gbs: Object.fromEntries([...bandwidth].map(([t, b]) => [t, +(median(b) / 1e9).toFixed(1)])),
       toy_cache_type: rows.find((r) => r.toy_cache_type)?.toy_cache_type ?? null, llama_cpp_cache_type: "f16",
@@ -237,16 +243,16 @@ async function inference(): Promise<void> {
     }
     const line = (cells: string[]) => "| " + cells.join(" | ") + " |";
     for (const threads of threadCounts) {
-      const head = ["model", "test", "toy t/s", "llama.cpp t/s", "toy/llama.cpp", ...(nlcDir ? ["node-llama-cpp t/s", "toy/nlc"] : []), "bound t/s", "toy/bound", "binds", "toy RSS MB", "llama.cpp RSS MB"];
+      const head = ["model", "test", "toy t/s", "toy 1st t/s", "llama.cpp t/s", "toy/llama.cpp", ...(nlcDir ? ["node-llama-cpp t/s", "toy/nlc"] : []), "bound t/s", "toy/bound", "binds", "toy RSS MB", "llama.cpp RSS MB"];
       const table = rows.filter((r) => r.threads === threads).map((r) => [
-        r.label, r.test, fmt(r.toy_tps), fmt(r.llama_cpp_tps), fmt(r.ratio_llama_cpp, 2),
+        r.label, r.test, fmt(r.toy_tps), fmt(r.toy_first_tps), fmt(r.llama_cpp_tps), fmt(r.ratio_llama_cpp, 2),
         ...(nlcDir ? [fmt(r.node_llama_cpp_tps), fmt(r.ratio_node_llama_cpp, 2)] : []),
         r.bound_tps === null ? "" : fmt(r.bound_tps), r.toy_of_bound === null ? "" : fmt(r.toy_of_bound, 2), r.binds ?? "", fmt(r.toy_rss_mb, 0), fmt(r.llama_cpp_rss_mb, 0),
       ]);
       process.stdout.write(`\n### ${threads} thread${threads > 1 ? "s" : ""}\n\n` + [line(head), line(head.map(() => "---")), ...table.map(line)].join("\n") + "\n");
     }
     process.stdout.write(`\nllama.cpp ${lc ? `${lc.version}` : "unavailable"}; toy KV cache ${meta.toy_cache_type ?? "-"}, llama.cpp f16; ` +
-      `medians of ${reps} interleaved runs; read bandwidth ${Object.entries(meta.bandwidth_gbs).map(([t, b]) => `${b} GB/s (${t}t)`).join(", ")}; ` +
+      `medians of ${reps} interleaved runs, each the mean of ${repetitions} timed repetitions after a warm-up (toy 1st: the first alone); read bandwidth ${Object.entries(meta.bandwidth_gbs).map(([t, b]) => `${b} GB/s (${t}t)`).join(", ")}; ` +
       `load average ${load0[0].toFixed(1)} → ${load1[0].toFixed(1)}; ${meta.minutes} min; ${cpus()[0]?.model}` +
       (partial ? `; STOPPED after ${done} of ${total} runs (a cell's median is over the repetitions it finished)` : "") +
       (onGpu ? `; toy on webgpu (${adapter ?? "adapter unknown"}), llama.cpp -ngl 99` : "") + "\n");

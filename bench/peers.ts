@@ -115,8 +115,11 @@ function llamaCppSource(benchDir: string, log: (s: string) => void): string | { 
 }
 
 export interface Measurement {
-  /** Tokens/s of the test. */
+  /** Tokens/s of the test: the mean of its timed runs' t/s, as llama-bench's avg_ts. */
   tps: number;
+  /** Each timed run's t/s, in order (the first one right after the warm-up). */
+  samples?: number[];
+  first_tps?: number;
   /** Peak resident memory of the process, MiB. */
   rss_mb: number;
 }
@@ -145,15 +148,16 @@ export function runMeasured(cmd: string, args: string[], env: NodeJS.ProcessEnv 
 
 /**
  * One llama-bench process for one test, with llama.cpp's defaults (flash attention auto, F16 KV
- * cache, weight repacking on) and one repetition after its warm-up run: pp N is `-p N -n 0`,
- * tg N at depth D is `-p 0 -n N -d D`; `gpu`: every layer offloaded (-ngl 99).
+ * cache, weight repacking on, its warm-up run, then `repetitions` timed runs: -r, default 5):
+ * pp N is `-p N -n 0`, tg N at depth D is `-p 0 -n N -d D`; `gpu`: every layer offloaded
+ * (-ngl 99). tps is llama-bench's avg_ts, the mean of the runs' t/s.
  */
-export async function llamaBench(bin: string, model: string, threads: number, test: BenchTest, gpu = false): Promise<Measurement | { error: string }> {
+export async function llamaBench(bin: string, model: string, threads: number, test: BenchTest, gpu = false, repetitions = 5): Promise<Measurement | { error: string }> {
   const shape = test.kind === "pp" ? ["-p", String(test.n), "-n", "0"] : ["-p", "0", "-n", String(test.n), "-d", String(test.depth)];
-  const r = await runMeasured(join(bin, "llama-bench"), ["-m", model, ...shape, "-t", String(threads), "-r", "1", "-o", "json", ...(gpu ? ["-ngl", "99"] : [])]);
+  const r = await runMeasured(join(bin, "llama-bench"), ["-m", model, ...shape, "-t", String(threads), "-r", String(repetitions), "-o", "json", ...(gpu ? ["-ngl", "99"] : [])]);
   if (r.status !== 0) return { error: `llama-bench exited ${r.status}: ${r.stderr.trim().split("\n").slice(-2).join(" | ")}` };
-  const rows = JSON.parse(r.stdout) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];
+  const rows = JSON.parse(r.stdout) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number; samples_ts?: number[] }[];
   const row = rows.find((x) => (test.kind === "pp" ? x.n_prompt === test.n && x.n_gen === 0 : x.n_gen === test.n && x.n_prompt === 0));
   if (!row) return { error: `llama-bench printed no ${test.name} row` };
-  return { tps: row.avg_ts, rss_mb: r.peakRssMb };
+  return { tps: row.avg_ts, samples: row.samples_ts, first_tps: row.samples_ts?.[0], rss_mb: r.peakRssMb };
 }
