@@ -17,6 +17,14 @@ import type { BenchTest } from "./tests.js";
 const NLC_VERSION = "3.22.1";
 /** llama-cpp-python 0.3.36 (2026-10-01) vendors llama.cpp at commit 0c1e570. */
 export const LLAMA_CPP_PYTHON = "0.3.36";
+/**
+ * llama.cpp's own build options, native, but without its AMX kernels: at 0c1e570 they stop with
+ * SIGILL on the first tile load on Intel Xeons with AMX (llama.cpp PR #26954, unmerged: the tile
+ * configuration on the stack is optimized away), so every quantized model fails. An explicit
+ * -mno-amx-* wins over -march=native in any order; on CPUs without AMX it changes nothing.
+ */
+const NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16";
+const LLAMA_CMAKE_FLAGS = ["-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", `-DCMAKE_C_FLAGS=${NO_AMX}`, `-DCMAKE_CXX_FLAGS=${NO_AMX}`];
 /** The tools the benchmark and the tests against llama.cpp (test/lora.test.ts) use. */
 export const LLAMA_TOOLS = ["llama-bench", "llama-server", "llama-perplexity", "llama-quantize", "llama-batched-bench", "llama-export-lora"];
 
@@ -71,7 +79,7 @@ export function ensureLlamaCpp(benchDir: string, log: (s: string) => void): Llam
   const source = llamaCppSource(benchDir, log);
   if (typeof source !== "string") return source;
   const build = join(benchDir, "llama.cpp", "build");
-  if (!run("cmake", ["-S", source, "-B", build, "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF"], benchDir, log)) return { error: "cmake configure failed" };
+  if (!run("cmake", ["-S", source, "-B", build, ...LLAMA_CMAKE_FLAGS], benchDir, log)) return { error: "cmake configure failed" };
   if (!run("cmake", ["--build", build, "--target", ...LLAMA_TOOLS, "-j2"], benchDir, log)) return { error: "cmake build failed" };
   return describeBuild(bin);
 }
@@ -93,7 +101,7 @@ export function ensureLlamaCppGpu(benchDir: string, log: (s: string) => void): L
   const source = llamaCppSource(benchDir, log);
   if (typeof source !== "string") return source;
   const jobs = String(Math.max(1, availableParallelism()));
-  if (!run("cmake", ["-S", source, "-B", build, "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", ...gpu], benchDir, log)) return { error: "cmake configure (GPU) failed" };
+  if (!run("cmake", ["-S", source, "-B", build, ...LLAMA_CMAKE_FLAGS, ...gpu], benchDir, log)) return { error: "cmake configure (GPU) failed" };
   if (!run("cmake", ["--build", build, "--target", "llama-bench", "llama-quantize", "-j", jobs], benchDir, log)) return { error: "cmake build (GPU) failed" };
   return describeBuild(bin);
 }
@@ -125,7 +133,7 @@ export interface Measurement {
 }
 
 /** Run a command, polling its peak resident memory (VmHWM) from /proc while it runs. */
-export function runMeasured(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 1_800_000): Promise<{ stdout: string; stderr: string; status: number | null; peakRssMb: number }> {
+export function runMeasured(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 1_800_000): Promise<{ stdout: string; stderr: string; status: number | null; signal: NodeJS.Signals | null; peakRssMb: number }> {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env });
     let stdout = "", stderr = "", peakKb = 0;
@@ -138,10 +146,10 @@ export function runMeasured(cmd: string, args: string[], env: NodeJS.ProcessEnv 
       } catch { /* exited */ }
     }, 20);
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.on("close", (status) => {
+    child.on("close", (status, signal) => {
       clearInterval(poll);
       clearTimeout(timer);
-      resolve({ stdout, stderr, status, peakRssMb: peakKb / 1024 });
+      resolve({ stdout, stderr, status, signal, peakRssMb: peakKb / 1024 });
     });
   });
 }
@@ -155,7 +163,7 @@ export function runMeasured(cmd: string, args: string[], env: NodeJS.ProcessEnv 
 export async function llamaBench(bin: string, model: string, threads: number, test: BenchTest, gpu = false, repetitions = 5): Promise<Measurement | { error: string }> {
   const shape = test.kind === "pp" ? ["-p", String(test.n), "-n", "0"] : ["-p", "0", "-n", String(test.n), "-d", String(test.depth)];
   const r = await runMeasured(join(bin, "llama-bench"), ["-m", model, ...shape, "-t", String(threads), "-r", String(repetitions), "-o", "json", ...(gpu ? ["-ngl", "99"] : [])]);
-  if (r.status !== 0) return { error: `llama-bench exited ${r.status}: ${r.stderr.trim().split("\n").slice(-2).join(" | ")}` };
+  if (r.status !== 0) return { error: `llama-bench ${r.signal ? `killed by ${r.signal}` : `exited ${r.status}`}: ${r.stderr.trim().split("\n").slice(-2).join(" | ")}` };
   const rows = JSON.parse(r.stdout) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number; samples_ts?: number[] }[];
   const row = rows.find((x) => (test.kind === "pp" ? x.n_prompt === test.n && x.n_gen === 0 : x.n_gen === test.n && x.n_prompt === 0));
   if (!row) return { error: `llama-bench printed no ${test.name} row` };

@@ -70,9 +70,11 @@ static void init_f16_table(void) {
 #include "vecdot_vnni.h"
 #define VF(f) vf_##f##_avx512
 #define VF_NW 4 // 4 × 4 accumulators: AVX-512 has 32 vector registers
+#define VF_PAIRS  // prompts on repacked rows: two rows per 512-bit register (VF(kernel_pairs))
 #include "vecdot_float.h"
 #undef VF
 #undef VF_NW
+#undef VF_PAIRS
 #define IMPL_AVX2 1
 #define NAME(f) f##_vnni
 #undef IMPL_VNNI

@@ -405,7 +405,7 @@ test("F32: a mapped weight is repacked with the same products, a heap one is not
     assert.equal(cpu.addon.repack(heap, GGMLType.F32, rows, cols), undefined);
     const packed = cpu.addon.repack(cpu.mapFile(path), GGMLType.F32, rows, cols);
     if (!packed) return; // no packed layout on this CPU (no AVX-512 VNNI)
-    for (const T of [1, 2, 5]) {
+    for (const T of [1, 2, 5, 8, 9]) { // 4 and more: prompt rows, four at a time (VF(kernel_pairs))
       const x = randn(T * cols, 92 + T), a = new Float32Array(T * rows), b = new Float32Array(T * rows);
       cpu.addon.matmul(x, heap, GGMLType.F32, rows, cols, T, a);
       cpu.addon.matmulPacked(x, packed, GGMLType.F32, rows, cols, T, b);
@@ -416,6 +416,27 @@ test("F32: a mapped weight is repacked with the same products, a heap one is not
     ids.forEach((id, i) => assert.deepEqual(out.subarray(i * cols, (i + 1) * cols), values.subarray(id * cols, (id + 1) * cols)));
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// F16 and BF16 weights of a file are repacked too (blocks of eight values from eight rows side by
+// side); decode and prompt products on that layout give the row-major products' bits. BF16 is
+// left out where the addon has AVX512-BF16 (its own kernels, vecdot_bf16.h, checked above).
+test("F16 / BF16: products on the repacked layout have the row-major layout's bits", { skip }, () => {
+  const rows = 45, cols = 96; // a chunk of 32 rows, a packed group of eight, a tail of five
+  const types = cpu.info.bf16 ? [GGMLType.F16] : [GGMLType.F16, GGMLType.BF16];
+  for (const type of types) {
+    const values = randn(rows * cols, 93 + type);
+    const halves = Uint16Array.from(values, (v) => (type === GGMLType.F16 ? f32ToF16(v) : f32ToBF16(v)));
+    const bytes = new Uint8Array(halves.buffer);
+    const packed = cpu.addon.repack(bytes, type, rows, cols);
+    if (!packed) continue; // no packed layout on this CPU
+    for (const T of [1, 3, 4, 7, 8, 9]) {
+      const x = randn(T * cols, 94 + T), a = new Float32Array(T * rows), b = new Float32Array(T * rows);
+      cpu.addon.matmul(x, bytes, type, rows, cols, T, a);
+      cpu.addon.matmulPacked(x, packed, type, rows, cols, T, b);
+      assert.deepEqual(b, a, `${typeName(type)} T=${T}`);
+    }
   }
 });
 
