@@ -70,7 +70,7 @@ static void init_f16_table(void) {
 #include "vecdot_vnni.h"
 #define VF(f) vf_##f##_avx512
 #define VF_NW 4 // 4 × 4 accumulators: AVX-512 has 32 vector registers
-#define VF_PAIRS  // prompts on repacked rows: two rows per 512-bit register (VF(kernel_pairs))
+#define VF_PAIRS  // repacked rows two per 512-bit register (VF(kernel_pairs)): prompts, F32 decode
 #include "vecdot_float.h"
 #undef VF
 #undef VF_NW
