@@ -392,6 +392,17 @@ test("repacking a mapped weight drops its pages from memory", { skip: skip || (p
   }
 });
 
+/** Products on repack()'s copy give the row-major weight's bits, for each T (1–3: decode; 4 and
+ *  more: prompt rows four at a time, VF(kernel_pairs) on float weights). */
+function assertPackedProductsExact(type: number, rowMajor: Uint8Array, packed: Uint8Array, rows: number, cols: number, Ts: number[], seed: number) {
+  for (const T of Ts) {
+    const x = randn(T * cols, seed + T), a = new Float32Array(T * rows), b = new Float32Array(T * rows);
+    cpu.addon.matmul(x, rowMajor, type, rows, cols, T, a);
+    cpu.addon.matmulPacked(x, packed, type, rows, cols, T, b);
+    assert.deepEqual(b, a, `${typeName(type)} T=${T}`);
+  }
+}
+
 // A file's F32 weights are copied into the repacked layout (huge pages, one stream for eight rows);
 // an F32 weight elsewhere may be a training parameter that the optimizer updates in place, so it
 // is read where it is. Products from either give the same bits.
@@ -405,12 +416,7 @@ test("F32: a mapped weight is repacked with the same products, a heap one is not
     assert.equal(cpu.addon.repack(heap, GGMLType.F32, rows, cols), undefined);
     const packed = cpu.addon.repack(cpu.mapFile(path), GGMLType.F32, rows, cols);
     if (!packed) return; // no packed layout on this CPU (no AVX-512 VNNI)
-    for (const T of [1, 2, 5, 8, 9]) { // 4 and more: prompt rows, four at a time (VF(kernel_pairs))
-      const x = randn(T * cols, 92 + T), a = new Float32Array(T * rows), b = new Float32Array(T * rows);
-      cpu.addon.matmul(x, heap, GGMLType.F32, rows, cols, T, a);
-      cpu.addon.matmulPacked(x, packed, GGMLType.F32, rows, cols, T, b);
-      assert.deepEqual(b, a, `T=${T}`);
-    }
+    assertPackedProductsExact(GGMLType.F32, heap, packed, rows, cols, [1, 2, 5, 8, 9], 92);
     const ids = Int32Array.from([36, 0, 9]), out = new Float32Array(ids.length * cols);
     cpu.addon.getRows(packed, GGMLType.F32, rows, cols, ids, out, 1);
     ids.forEach((id, i) => assert.deepEqual(out.subarray(i * cols, (i + 1) * cols), values.subarray(id * cols, (id + 1) * cols)));
@@ -431,12 +437,7 @@ test("F16 / BF16: products on the repacked layout have the row-major layout's bi
     const bytes = new Uint8Array(halves.buffer);
     const packed = cpu.addon.repack(bytes, type, rows, cols);
     if (!packed) continue; // no packed layout on this CPU
-    for (const T of [1, 3, 4, 7, 8, 9]) {
-      const x = randn(T * cols, 94 + T), a = new Float32Array(T * rows), b = new Float32Array(T * rows);
-      cpu.addon.matmul(x, bytes, type, rows, cols, T, a);
-      cpu.addon.matmulPacked(x, packed, type, rows, cols, T, b);
-      assert.deepEqual(b, a, `${typeName(type)} T=${T}`);
-    }
+    assertPackedProductsExact(type, bytes, packed, rows, cols, [1, 3, 4, 7, 8, 9], 94);
   }
 });
 
