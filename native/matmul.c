@@ -50,6 +50,7 @@ static void init_f16_table(void) {
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 #include "hsum_avx2.h"
+#include "prefetch.h"
 #define VD_ROWS 32 // weight rows per chunk of the fused matrix–vector path
 #include "vecdot_avx2.h"
 #define VF(f) vf_##f##_avx2
@@ -170,10 +171,11 @@ static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, in
   // summed in the same order whatever T (batch invariance), llama.cpp's vec_dot order.
   if (avx2 && vd_for(type).x1) {
     // Eight rows read side by side, as the VNNI kernels do, ran at a third of the bandwidth on
-    // weights that come from memory (Zen 4, even with software prefetch): decode on the file's
-    // row-major layout streams one row at a time (vd_chunk); repacked weights (one stream for
-    // eight rows) and prompts (each row reused from cache for many activation rows) take the
-    // eight-row VNNI kernels. Same bits either way.
+    // weights that come from memory (Zen 4; the prefetch hints then tried had been compiled out,
+    // prefetch.h, so that is untested with them): decode on the file's row-major layout streams
+    // one row at a time (vd_chunk); repacked weights (one stream for eight rows) and prompts
+    // (each row reused from cache for many activation rows) take the eight-row VNNI kernels.
+    // Same bits either way.
     const int vnni = toy_has_vnni && vnni_for(type).x1;
     p->fn = vnni && (packed || T > 3) ? vnni_chunk : vd_chunk;
     p->nchunks = (rows + VD_ROWS - 1) / VD_ROWS;

@@ -52,6 +52,7 @@ static inline __m256 vd_ss(__m256i a, __m256i b) {
 VD_KERNEL void vd_q4_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
   __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++, w += 18) {
+    if (NR == 1) stream_prefetch(w, 18); // decode (prefetch.h)
     const __m256i q = _mm256_sub_epi8(vd_nibbles(w + 2), _mm256_set1_epi8(8));
     const float d = h2f(w);
     for (int r = 0; r < NR; r++) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r].dx[u]), vd_ss(q, XQ(r, u)), acc[r]);
@@ -63,6 +64,7 @@ VD_KERNEL void vd_q4_1_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, 
   __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   float offsets[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
   for (int64_t u = 0; u < nu; u++, w += 20) {
+    if (NR == 1) stream_prefetch(w, 20); // decode (prefetch.h)
     const __m256i q = vd_nibbles(w + 4);
     const float d = h2f(w), m = h2f(w + 2);
     for (int r = 0; r < NR; r++) {
@@ -76,6 +78,7 @@ VD_KERNEL void vd_q4_1_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, 
 VD_KERNEL void vd_q5_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
   __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++, w += 22) {
+    if (NR == 1) stream_prefetch(w, 22); // decode (prefetch.h)
     // q − 16 as signed bytes: set bits 4..7 where the fifth bit is 0.
     const __m256i hi = _mm256_andnot_si256(vd_bits(w + 2), _mm256_set1_epi8((char)0xf0));
     const __m256i q = _mm256_or_si256(vd_nibbles(w + 6), hi);
@@ -89,6 +92,7 @@ VD_KERNEL void vd_q5_1_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, 
   __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   float offsets[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
   for (int64_t u = 0; u < nu; u++, w += 24) {
+    if (NR == 1) stream_prefetch(w, 24); // decode (prefetch.h)
     const __m256i hi = _mm256_and_si256(vd_bits(w + 4), _mm256_set1_epi8(0x10));
     const __m256i q = _mm256_or_si256(vd_nibbles(w + 8), hi);
     const float d = h2f(w), m = h2f(w + 2);
@@ -103,6 +107,7 @@ VD_KERNEL void vd_q5_1_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, 
 VD_KERNEL void vd_q8_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
   __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++, w += 34) {
+    if (NR == 1) stream_prefetch(w, 34); // decode (prefetch.h)
     const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 2));
     const __m256i qa = _mm256_sign_epi8(q, q);
     const float d = h2f(w);
@@ -125,6 +130,7 @@ VD_KERNEL void vd_q45_K_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu,
   const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
   const size_t bsz = five ? 176 : 144;
   for (int64_t b = 0; b < nu / 8; b++, w += bsz) {
+    if (NR == 1) stream_prefetch(w, bsz); // decode (prefetch.h)
     const float wd = h2f(w), dmin = h2f(w + 2);
     const uint8_t *scales = w + 4, *qs = w + (five ? 48 : 16);
     const __m256i hbits = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
@@ -161,6 +167,7 @@ VD_KERNEL void vd_q6_K_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, 
   __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
   for (int64_t b = 0; b < nu / 8; b++, w += 210) {
+    if (NR == 1) stream_prefetch(w, 210); // decode (prefetch.h)
     const uint8_t *ql = w, *qh = w + 128;
     const int8_t *sc = (const int8_t *)(w + 192);
     const float wd = h2f(w + 208);

@@ -36,6 +36,7 @@ static inline __attribute__((always_inline)) void VF(kernel)(int type, const uin
   int64_t c = 0;
   const uint8_t *wc = w;
   for (; c + 8 <= cols; c += 8, wc += us) {
+    if (NR == 1 && (NW == 1 || rs < us)) stream_prefetch(wc, us); // decode, one stream (prefetch.h)
     __m256 wv[8];
     for (int i = 0; i < NW; i++) wv[i] = VF(load8)(type, wc + i * rs);
     for (int r = 0; r < NR; r++) {
@@ -65,7 +66,9 @@ static inline __attribute__((always_inline)) __m512 VF(load16)(int type, const u
  *  8k.. lie side by side, so one load holds both, and each 256-bit half runs VF(kernel)'s 8-lane
  *  chain for its row (the activation's eight values broadcast to both halves). The same bits,
  *  half the FMA instructions: where the FMA units are 512 bits wide (Intel Xeon) the prompt's
- *  float products ran at up to twice the rate of 256-bit ones. */
+ *  float products ran at up to twice the rate of 256-bit ones. No software prefetch here (F32
+ *  decode, the one decode that takes this kernel, ran no faster with prefetch.h's: at four bytes
+ *  a value it asks for lines fast enough for the hardware prefetcher). */
 static inline __attribute__((always_inline)) void VF(kernel_pairs)(int type, const uint8_t *w, size_t bs, const float *const *x,
                                                                    int NR, int64_t cols, float *out, int64_t ostride) {
   __m512 acc[4][4];

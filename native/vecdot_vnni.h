@@ -27,11 +27,13 @@ static inline __m256i vnni_heads(const uint8_t *b, size_t rb) {
 
 /** Eight rows read side by side are a pattern the hardware prefetcher misses (a third of the
  *  bandwidth on the 30 MB output matrix), so each block step asks for its share of the lines
- *  of the group VNNI_AHEAD groups further on. */
+ *  of the group VNNI_AHEAD groups further on. Always inlined (see prefetch.h: GCC dropped these
+ *  hints while this was a plain static function). Where the rows are repacked into one stream
+ *  the kernels take prefetch.h's stream_prefetch instead. */
 #ifndef VNNI_AHEAD
 #define VNNI_AHEAD 2
 #endif
-static inline void vnni_prefetch(const uint8_t *w, size_t rb, int64_t nu, int64_t u) {
+static inline __attribute__((always_inline)) void vnni_prefetch(const uint8_t *w, size_t rb, int64_t nu, int64_t u) {
   const int64_t per = (int64_t)(8 * rb + 64 * nu - 1) / (64 * nu); // lines per block step
   const char *next = (const char *)w + VNNI_AHEAD * 8 * rb;
   for (int64_t k = u * per; k < (u + 1) * per; k++) _mm_prefetch(next + 64 * k, _MM_HINT_T0);
@@ -99,6 +101,7 @@ VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
+    else if (NR == 1) stream_prefetch(b, us); // decode: one stream of repacked groups
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
@@ -143,6 +146,7 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
+    else if (NR == 1) stream_prefetch(b, us); // decode: one stream of repacked groups
     const __m256 d = rb == 18 ? vnni_q4_0_scales_packed(b) : _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the nibbles: q + 8
     for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
@@ -157,6 +161,7 @@ VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
+    else if (NR == 1) stream_prefetch(b, us); // decode: one stream of repacked groups
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // q + 128 (flipping the sign bit)
     for (int p = 0; p < 4; p++)
@@ -183,6 +188,7 @@ VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
+    else if (NR == 1) stream_prefetch(b, us); // decode: one stream of repacked groups
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the five-bit codes: q + 16
     for (int p = 0; p < 4; p++) {
@@ -203,6 +209,7 @@ VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     if (rb > us) vnni_prefetch(w, rb, nu, u); // rows one after another (not repacked)
+    else if (NR == 1) stream_prefetch(b, us); // decode: one stream of repacked groups
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
@@ -243,6 +250,7 @@ VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, size_t us, const xrow
   for (int64_t b = 0; b < nu / 8; b++) {
     const uint8_t *blk = w + b * us;
     if (rb > us) vnni_prefetch(w, rb, nu / 8, b); // lines per super-block step: the same formula, nu/8 steps
+    else if (NR == 1) stream_prefetch(blk, us);
     int sc[8][8];
     int32_t mn[8][8]; // [sub-block][row]
     for (int i = 0; i < 8; i++)
@@ -300,6 +308,7 @@ VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int64_t b = 0; b < nu / 8; b++) {
     const uint8_t *blk = w + b * us;
     if (rb > us) vnni_prefetch(w, rb, nu / 8, b);
+    else if (NR == 1) stream_prefetch(blk, us);
     const __m256 wd = vnni_halves(blk + 208, rb);
     __m512i sumi[4][4];
     for (int r = 0; r < NR; r++)
