@@ -7,9 +7,7 @@
 // ~7 GB/s from memory with one thread (18 from cache; a plain streaming read, 13), so it waited
 // on memory for most of its time. Asking for the lines STREAM_AHEAD bytes ahead of the kernel
 // overlaps the two: 10–12 GB/s, and SmolLM2 Q4_0 decode on 1 thread went from ~70 to ~125 t/s.
-// Distances of 2–16 KB all helped there; 4 KB is within the 10–12 µs it takes to compute that
-// much, far enough to cover memory's latency, and short enough that the lines are still in L1/L2
-// when the kernel gets to them.
+// Distances of 2–16 KB all helped there (interleaved runs); 4 KB was as good as any.
 //
 // stream_prefetch is always inlined, not a plain static function: GCC 12 removed every call to a
 // helper whose only effect is a prefetch and which it did not inline early (vnni_prefetch's
