@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "prefetch.h"
+
 typedef struct { const uint64_t *p; size_t n; int prefetch; uint64_t sum; } stream_job;
 
 static double seconds(void) {
@@ -25,15 +27,12 @@ static double seconds(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-// The distance of the decode kernels' software prefetch (native/prefetch.h), in 64-bit words.
-#define AHEAD_WORDS (4096 / 8)
-
 __attribute__((target("avx2")))
 static void *stream_read(void *arg) {
   stream_job *j = arg;
   uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
   for (size_t i = 0; i < j->n; i += 8) { // one 64-byte line per step
-    if (j->prefetch) __builtin_prefetch(j->p + i + AHEAD_WORDS, 0, 3);
+    if (j->prefetch) stream_prefetch(j->p + i, 64);
     a0 += j->p[i] + j->p[i + 4];
     a1 += j->p[i + 1] + j->p[i + 5];
     a2 += j->p[i + 2] + j->p[i + 6];

@@ -1,5 +1,5 @@
 // Software prefetch for the weight streams of decode products. Included by matmul.c inside its
-// x86 regions.
+// x86 regions, and by bandwidth.c, whose prefetched passes read as these kernels do.
 //
 // Decode reads every weight once per token, from memory where the weights do not fit in cache.
 // A product kernel alternates loads with arithmetic, and the hardware prefetcher alone keeps too
@@ -12,6 +12,10 @@
 // stream_prefetch is always inlined, not a plain static function: GCC 12 removed every call to a
 // helper whose only effect is a prefetch and which it did not inline early (vnni_prefetch's
 // hints were compiled out that way, silently, until `objdump -d | grep prefetch` showed none).
+#ifndef TOY_PREFETCH_H
+#define TOY_PREFETCH_H
+#include <stddef.h>
+
 #ifndef STREAM_AHEAD
 #define STREAM_AHEAD 4096
 #endif
@@ -21,5 +25,6 @@
  *  past the end of the weights is harmless (it never faults). */
 static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
   const char *a = (const char *)p + STREAM_AHEAD;
-  for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(a + o, _MM_HINT_T0);
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
 }
+#endif
