@@ -9,12 +9,8 @@
 // Included by matmul.c inside a target("…,avx512bf16") region; BF_NW weight rows per call.
 // 4 weight rows × 4 activation rows: 16 accumulators of AVX-512's 32 registers (CPU time per
 // product on SmolLM2's shapes, T = 128: 4 × 6 2% and 2 × 8 9% slower).
-#ifndef BF_NW
 #define BF_NW 4
-#endif
-#ifndef BF_NR
 #define BF_NR 4
-#endif
 
 /** GGML_FP32_TO_BF16 on 16 floats: round to nearest even; a NaN stays a (quiet) NaN. */
 static inline __m256i bf16_round16(__m512 v) {
