@@ -5,7 +5,8 @@
 // gives a partial softmax (its max, its exp-sum, its weighted sum of values), and a row's chunks
 // are merged in ascending order. Prompts run one (row, KV head) per pool chunk and merge as they
 // go; a few rows over a long cache (decode) run one (row, chunk of positions) per pool chunk,
-// every KV head in turn, so that even 3 KV heads keep every thread busy, and merge afterwards.
+// every KV head of it (block by block of positions, so the chunk's rows are read as one stream),
+// so that even 3 KV heads keep every thread busy, and merge afterwards.
 // Both do the same arithmetic in the same order: the same bits either way and for any thread
 // count. Bodies in attention_impl.h, compiled portable, AVX2 and AVX-512; the AVX2 and AVX-512
 // passes give the same bits (the portable one sums scores in another order).

@@ -97,7 +97,9 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 
 // A cached head slice (len bytes at p; its first two cache lines) fetched ATT_PF positions ahead:
 // one head's K or V slices are a strided walk (a position's row holds every KV head), which the
-// hardware prefetchers followed poorly here (decode over a long cache, 1 thread).
+// hardware prefetchers followed poorly here (decode over a long cache, 1 thread). Still needed
+// where att_partial_heads reads whole rows block by block: without it decode attention over a
+// 4096-position cache read ~10 GB/s from memory with 2 threads, with it ~17–20 (Intel Xeon).
 #define ATT_PF 16
 #define ATT_PREFETCH(p, len) do { _mm_prefetch((const char *)(p), _MM_HINT_T0); if ((len) > 64) _mm_prefetch((const char *)(p) + 64, _MM_HINT_T0); } while (0)
 
@@ -160,11 +162,13 @@ TOY_INLINE void NAME(att_scores_vec)(const att_t *a, const uint8_t *k, int type,
 }
 
 // out_h[i0 .. i0 + nl·VL) = Σ_j p_h[j] v_j over keys j < n, for nh heads (out rows `stride` apart).
+// carry: go on from the sums already in out (the keys before these), else from zero; the FMAs
+// run in key order either way.
 TOY_INLINE void NAME(att_values_vec)(const att_t *a, const uint8_t *v, int type, int64_t n, int64_t i0, int nl, int nh,
-                                    const float *p, float *out, int64_t stride) {
+                                    const float *p, float *out, int64_t stride, int carry) {
   VF acc[ATT_HEADS][ATT_LANES];
   for (int h = 0; h < nh; h++)
-    for (int l = 0; l < nl; l++) acc[h][l] = V_ZERO();
+    for (int l = 0; l < nl; l++) acc[h][l] = carry ? V_LOADF(out + h * stride + i0 + l * VL) : V_ZERO();
   for (int64_t j = 0; j < n; j++) {
     const uint8_t *row = v + j * a->rowBytes;
     if (i0 == 0) ATT_PREFETCH(row + ATT_PF * a->rowBytes, a->headBytes);
@@ -193,7 +197,8 @@ TOY_INLINE void NAME(att_scores_t)(const att_t *a, const uint8_t *k, int type, i
     }
   }
 }
-TOY_INLINE void NAME(att_values_t)(const att_t *a, const uint8_t *v, int type, int64_t n, const float *p, int64_t g, float *out, int64_t stride) {
+TOY_INLINE void NAME(att_values_t)(const att_t *a, const uint8_t *v, int type, int64_t n, const float *p, int64_t g, float *out, int64_t stride,
+                                  int carry) {
   const int64_t hd = a->headDim;
   for (int64_t h0 = 0; h0 < g; h0 += ATT_HEADS) {
     const int64_t nh = g - h0 < ATT_HEADS ? g - h0 : ATT_HEADS;
@@ -201,8 +206,8 @@ TOY_INLINE void NAME(att_values_t)(const att_t *a, const uint8_t *v, int type, i
     float *oh = out + h0 * stride;
     for (int64_t i0 = 0; i0 < hd; i0 += ATT_LANES * VL) {
       const int full = hd - i0 >= ATT_LANES * VL;
-#define ATT_V(NH) do { if (full) NAME(att_values_vec)(a, v, type, n, i0, ATT_LANES, NH, ph, oh, stride); \
-                       else for (int64_t i = i0; i < hd; i += VL) NAME(att_values_vec)(a, v, type, n, i, 1, NH, ph, oh, stride); } while (0)
+#define ATT_V(NH) do { if (full) NAME(att_values_vec)(a, v, type, n, i0, ATT_LANES, NH, ph, oh, stride, carry); \
+                       else for (int64_t i = i0; i < hd; i += VL) NAME(att_values_vec)(a, v, type, n, i, 1, NH, ph, oh, stride, carry); } while (0)
       switch (nh) {
         case 1: ATT_V(1); break;
         case 2: ATT_V(2); break;
@@ -213,7 +218,43 @@ TOY_INLINE void NAME(att_values_t)(const att_t *a, const uint8_t *v, int type, i
     }
   }
 }
+
+// The two passes in the cache's type (a constant inside each call).
+TOY_INLINE void NAME(att_scores_any)(const att_t *a, const uint8_t *k, int64_t n, const float *q, int64_t g, float *scores) {
+  if (a->type == T_F16) NAME(att_scores_t)(a, k, T_F16, n, q, g, scores);
+  else if (a->type == T_Q8_0) NAME(att_scores_t)(a, k, T_Q8_0, n, q, g, scores);
+  else NAME(att_scores_t)(a, k, T_F32, n, q, g, scores);
+}
+TOY_INLINE void NAME(att_values_any)(const att_t *a, const uint8_t *v, int64_t n, const float *p, int64_t g, float *out, int64_t stride, int carry) {
+  if (a->type == T_F16) NAME(att_values_t)(a, v, T_F16, n, p, g, out, stride, carry);
+  else if (a->type == T_Q8_0) NAME(att_values_t)(a, v, T_Q8_0, n, p, g, out, stride, carry);
+  else NAME(att_values_t)(a, v, T_F32, n, p, g, out, stride, carry);
+}
 #endif
+
+/** Softcap, then the partial softmax of n scores in place: sc[j] ← e^(sc[j] − max); p = { max, Σ }. */
+static void NAME(att_softmax)(const att_t *a, float *sc, int64_t n, float *p) {
+  if (a->softcap > 0)
+    for (int64_t j = 0; j < n; j++) sc[j] = a->softcap * tanhf(sc[j] / a->softcap);
+  float max = -INFINITY;
+  int64_t jm = 0;
+#if IMPL_AVX2
+  // Eight lanes at a time (a NaN score is skipped, as below: vmaxps returns its second operand).
+  __m256 mv = _mm256_set1_ps(-INFINITY);
+  for (; jm + 8 <= n; jm += 8) mv = _mm256_max_ps(_mm256_loadu_ps(sc + jm), mv);
+  float lanes[8];
+  _mm256_storeu_ps(lanes, mv);
+  for (int l = 0; l < 8; l++) if (lanes[l] > max) max = lanes[l];
+#endif
+  for (; jm < n; jm++) if (sc[jm] > max) max = sc[jm];
+  int64_t j = 0;
+  float sum = 0.0f;
+#if IMPL_AVX2
+  sum = hsum_f32_avx2(vexp_shifted_sum(sc, sc, n, max, &j));
+#endif
+  for (; j < n; j++) { sc[j] = expf(sc[j] - max); sum += sc[j]; }
+  p[0] = max; p[1] = sum;
+}
 
 /**
  * The partial softmax of query row t, for the `group` query heads of KV head kh, over keys
@@ -227,46 +268,16 @@ static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0,
   const uint8_t *k0 = a->k + j0 * a->rowBytes + kh * a->headBytes, *v0 = a->v + j0 * a->rowBytes + kh * a->headBytes;
 #if IMPL_AVX2
   const int vec = hd % VL == 0; // AVX2: 8, AVX-512: 16 (else the row-at-a-time code: same bits)
-  if (vec) {
-    if (a->type == T_F16) NAME(att_scores_t)(a, k0, T_F16, n, q, g, scores);
-    else if (a->type == T_Q8_0) NAME(att_scores_t)(a, k0, T_Q8_0, n, q, g, scores);
-    else NAME(att_scores_t)(a, k0, T_F32, n, q, g, scores);
-  } else
+  if (vec) NAME(att_scores_any)(a, k0, n, q, g, scores);
+  else
 #endif
   for (int64_t j = 0; j < n; j++) {
     const float *k = NAME(kv_row)(k0 + j * a->rowBytes, a->type, hd, tmp);
     for (int64_t h = 0; h < g; h++) scores[h * ATT_CHUNK + j] = NAME(att_dot)(q + h * hd, k, hd) * a->scale;
   }
-  for (int64_t h = 0; h < g; h++) {
-    float *sc = scores + h * ATT_CHUNK, *p = part + h * stride;
-    if (a->softcap > 0)
-      for (int64_t j = 0; j < n; j++) sc[j] = a->softcap * tanhf(sc[j] / a->softcap);
-    float max = -INFINITY;
-    int64_t jm = 0;
+  for (int64_t h = 0; h < g; h++) NAME(att_softmax)(a, scores + h * ATT_CHUNK, n, part + h * stride);
 #if IMPL_AVX2
-    // Eight lanes at a time (a NaN score is skipped, as below: vmaxps returns its second operand).
-    __m256 mv = _mm256_set1_ps(-INFINITY);
-    for (; jm + 8 <= n; jm += 8) mv = _mm256_max_ps(_mm256_loadu_ps(sc + jm), mv);
-    float lanes[8];
-    _mm256_storeu_ps(lanes, mv);
-    for (int l = 0; l < 8; l++) if (lanes[l] > max) max = lanes[l];
-#endif
-    for (; jm < n; jm++) if (sc[jm] > max) max = sc[jm];
-    int64_t j = 0;
-    float sum = 0.0f;
-#if IMPL_AVX2
-    sum = hsum_f32_avx2(vexp_shifted_sum(sc, sc, n, max, &j));
-#endif
-    for (; j < n; j++) { sc[j] = expf(sc[j] - max); sum += sc[j]; }
-    p[0] = max; p[1] = sum;
-  }
-#if IMPL_AVX2
-  if (vec) {
-    if (a->type == T_F16) NAME(att_values_t)(a, v0, T_F16, n, scores, g, part + 2, stride);
-    else if (a->type == T_Q8_0) NAME(att_values_t)(a, v0, T_Q8_0, n, scores, g, part + 2, stride);
-    else NAME(att_values_t)(a, v0, T_F32, n, scores, g, part + 2, stride);
-    return;
-  }
+  if (vec) { NAME(att_values_any)(a, v0, n, scores, g, part + 2, stride, 0); return; }
 #endif
   for (int64_t h = 0; h < g; h++) memset(part + h * stride + 2, 0, hd * sizeof(float));
   for (int64_t j = 0; j < n; j++) {
@@ -274,6 +285,34 @@ static void NAME(att_partial)(const att_t *a, int64_t t, int64_t kh, int64_t j0,
     for (int64_t h = 0; h < g; h++) NAME(att_axpy)(part + h * stride + 2, scores[h * ATT_CHUNK + j], v, hd);
   }
 }
+
+#if IMPL_AVX2
+// att_partial for every KV head of keys [j0, j1) at once (the split path's chunk, vector path):
+// the keys, then the values, are read ATT_BLOCK positions at a time, each block for every KV head
+// in turn. A cached row holds every KV head's slice side by side, so the chunk is read front to
+// back as one stream, where a pass per KV head walked it once per head with gaps between slices
+// (that ran at half the bandwidth from memory: decode over a long cache). Each score, and each
+// output lane's FMAs in key order (a block carries its sums on from the last), are att_partial's:
+// the same bits. scratch: nHeads · ATT_CHUNK scores.
+#define ATT_BLOCK 16
+static void NAME(att_partial_heads)(const att_t *a, int64_t t, int64_t j0, int64_t j1, float *part, float *scores) {
+  const int64_t hd = a->headDim, g = a->nHeads / a->nKV, n = j1 - j0, stride = hd + 2;
+  const float *q = a->q + t * a->nHeads * hd;
+  const uint8_t *k0 = a->k + j0 * a->rowBytes, *v0 = a->v + j0 * a->rowBytes;
+  for (int64_t jb = 0; jb < n; jb += ATT_BLOCK) {
+    const int64_t nb = n - jb < ATT_BLOCK ? n - jb : ATT_BLOCK;
+    for (int64_t kh = 0; kh < a->nKV; kh++)
+      NAME(att_scores_any)(a, k0 + jb * a->rowBytes + kh * a->headBytes, nb, q + kh * g * hd, g, scores + kh * g * ATT_CHUNK + jb);
+  }
+  for (int64_t h = 0; h < a->nHeads; h++) NAME(att_softmax)(a, scores + h * ATT_CHUNK, n, part + h * stride);
+  for (int64_t jb = 0; jb < n; jb += ATT_BLOCK) {
+    const int64_t nb = n - jb < ATT_BLOCK ? n - jb : ATT_BLOCK;
+    for (int64_t kh = 0; kh < a->nKV; kh++)
+      NAME(att_values_any)(a, v0 + jb * a->rowBytes + kh * a->headBytes, nb, scores + kh * g * ATT_CHUNK + jb, g, part + kh * g * stride + 2, stride, jb > 0);
+  }
+}
+#undef ATT_BLOCK
+#endif
 
 // run ← run ⊕ part, the online-softmax merge of two partial results (run = { M, S, O[hd] }).
 // A run with S = 0 is empty. Every path merges a row's chunks in ascending order with this.
@@ -318,6 +357,9 @@ static void NAME(att_chunks)(void *p, int64_t item, int ith) {
   const int64_t j0 = first + c * ATT_CHUNK, j1 = j0 + ATT_CHUNK <= last + 1 ? j0 + ATT_CHUNK : last + 1;
   if (j1 <= j0) { for (int64_t h = 0; h < a->nHeads; h++) part[h * (hd + 2) + 1] = 0.0f; return; }
   const int64_t g = a->nHeads / a->nKV;
+#if IMPL_AVX2
+  if (hd % VL == 0) { NAME(att_partial_heads)(a, t, j0, j1, part, pool_scratch(ith, 1, (size_t)(a->nHeads * ATT_CHUNK) * sizeof(float))); return; }
+#endif
   float *scratch = pool_scratch(ith, 1, (size_t)(g * ATT_CHUNK + hd) * sizeof(float));
   for (int64_t kh = 0; kh < a->nKV; kh++) NAME(att_partial)(a, t, kh, j0, j1, part + kh * g * (hd + 2), scratch);
 }
