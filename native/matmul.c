@@ -112,27 +112,37 @@ static int kind_of(int type) {
   }
 }
 
-// Decode (T ≤ 3) hands out runs of consecutive row blocks, two per thread: each thread then reads
-// long streams of the weights. One-block chunks made two threads take turns along the matrix (a
-// shared counter bumped 1536 times for the output projection, neither thread reading a long
-// stream: 2 threads ran slower than 1); 16 runs per thread still left decode on 2 threads
-// slower than on 1 (SmolLM2 Q4_1, 142 vs 150 t/s): the prefetchers restart at every run. With 2
-// runs per thread it ran at ~167 t/s (4 runs: 166, 1 run: 176, medians of 4 interleaved runs);
-// two rather than one, so that a worker that starts late leaves the caller half, not all, of its
-// share. Each row is still computed by the same code, so the bits do not change.
-#define RUNS_PER_THREAD 2
-typedef struct { toy_chunk_fn fn; void *m; int64_t per, nblocks; } run_t;
+// Decode (T ≤ 3) hands each thread one share of consecutive row blocks, cut into pieces that it
+// takes front to back: each thread then reads a long stream of the weights. One-block chunks made
+// two threads take turns along the matrix (a shared counter bumped 1536 times for the output
+// projection, neither thread reading a long stream: 2 threads ran slower than 1); 16 equal runs
+// per thread still left decode on 2 threads slower than on 1 (SmolLM2 Q4_1, 142 vs 150 t/s): the
+// prefetchers restart wherever a thread jumps. A thread that finishes its share takes the other
+// shares' pieces from their back ends, so a worker that starts late leaves the caller a piece,
+// not its whole share. The pieces halve in size (1/2, 1/4, 1/8, 1/8 of a share): the one left at
+// the end, which the other thread waits for, is small. Two equal runs per thread, of
+// ceil(blocks / 4) blocks each, had the caller wait for the worker 1.2–1.5 ms of each ~25 ms F32
+// decode step with 2 threads (shares of 10 and 8 of the 18 blocks of a 576-row weight, and a
+// whole run to wait for); halving pieces of exact shares 0.5–0.7, and SmolLM2 F32 decoded ~4% faster
+// (5 interleaved runs each; Q8_0 +5%, noisier). Each row is still computed by the same code, so the
+// bits do not change.
+#define RUN_PIECES 4
+typedef struct { toy_chunk_fn fn; void *m; int64_t nblocks; int threads; } run_t;
 
+// Chunk c: piece k of thread t's share of S blocks, its blocks S − S/2^k .. S − S/2^(k+1) (the
+// last piece to the end of the share).
 static void run_chunk(void *p, int64_t c, int ith) {
   const run_t *s = p;
-  const int64_t b1 = (c + 1) * s->per < s->nblocks ? (c + 1) * s->per : s->nblocks;
-  for (int64_t b = c * s->per; b < b1; b++) s->fn(s->m, b, ith);
+  const int64_t t = c / RUN_PIECES, k = c % RUN_PIECES;
+  const int64_t b0 = s->nblocks * t / s->threads, S = s->nblocks * (t + 1) / s->threads - b0;
+  const int64_t lo = b0 + S - (S >> k), hi = k + 1 == RUN_PIECES ? b0 + S : b0 + S - (S >> (k + 1));
+  for (int64_t b = lo; b < hi; b++) s->fn(s->m, b, ith);
 }
 
+// pool_for hands thread t chunks [t · RUN_PIECES, (t + 1) · RUN_PIECES): its own share.
 static void pool_for_runs(toy_chunk_fn fn, void *m, int64_t nblocks) {
-  const int64_t target = RUNS_PER_THREAD * (int64_t)pool_threads();
-  run_t s = { fn, m, (nblocks + target - 1) / target, nblocks };
-  pool_for(run_chunk, &s, (nblocks + s.per - 1) / s.per);
+  run_t s = { fn, m, nblocks, pool_threads() };
+  pool_for(run_chunk, &s, (int64_t)s.threads * RUN_PIECES);
 }
 
 // How one weight's product is run: its chunk function, how many chunks, and how they are handed
