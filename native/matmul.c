@@ -120,12 +120,11 @@ static int kind_of(int type) {
 // prefetchers restart wherever a thread jumps. A thread that finishes its share takes the other
 // shares' pieces from their back ends, so a worker that starts late leaves the caller a piece,
 // not its whole share. The pieces halve in size (1/2, 1/4, 1/8, 1/8 of a share): the one left at
-// the end, which the other thread waits for, is small. Two equal runs per thread, of
-// ceil(blocks / 4) blocks each, had the caller wait for the worker 1.2–1.5 ms of each ~25 ms F32
-// decode step with 2 threads (shares of 10 and 8 of the 18 blocks of a 576-row weight, and a
-// whole run to wait for); halving pieces of exact shares 0.5–0.7, and SmolLM2 F32 decoded ~4% faster
-// (5 interleaved runs each; Q8_0 +5%, noisier). Each row is still computed by the same code, so the
-// bits do not change.
+// the end, which the other thread waits for, is small: with 2 threads the caller waits for the
+// worker 0.5–0.7 ms of a ~25 ms SmolLM2 F32 decode step, where two equal runs per thread of
+// ceil(blocks / 4) blocks (uneven shares: 10 and 8 of a 576-row weight's 18 blocks) kept it
+// waiting 1.2–1.5 ms (F32 decode ~4% faster, Q4_K_M ~12%, Q4_0 the same; interleaved runs).
+// Each row is still computed by the same code, so the bits do not change.
 #define RUN_PIECES 4
 typedef struct { toy_chunk_fn fn; void *m; int64_t nblocks; int threads; } run_t;
 

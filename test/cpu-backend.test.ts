@@ -27,7 +27,7 @@ import { quantize } from "../src/quant/index.js";
 import { tsKernels } from "../src/backends/ts/index.js";
 import { GGMLType, typeName } from "../src/io/gguf/types.js";
 import { bf16ToF32, dequantize, f16ToF32, f32ToBF16, f32ToF16 } from "../src/quant/index.js";
-import { matmulOutputTypes, matmulOutputs } from "./helpers/matmul-outputs.js";
+import { attentionOutputs, matmulOutputTypes, matmulOutputs } from "./helpers/matmul-outputs.js";
 import type { Weight } from "../src/tensor/weight.js";
 
 const loaded = loadCpuBackend();
@@ -311,6 +311,23 @@ test("AVX-512 VNNI kernels give exactly the AVX2 kernels' results, for 1 and 2 t
     assert.equal(outputs.length, mine.length);
     const differ = mine.map((m, i) => (!compared(i) || m === outputs[i] ? -1 : i)).filter((i) => i >= 0);
     assert.deepEqual(differ, [], `avx2 at ${threads} thread(s): ${differ.length} of ${mine.length} cases differ`);
+  }
+});
+
+// Attention's AVX-512 pass promises the AVX2 pass's bits (native/attention.c): the same score
+// chains, and a softmax whose 16-lane e^x does the 8-lane one's operations lane by lane and adds
+// its halves in the 8-lane order.
+test("AVX-512 attention gives exactly the AVX2 attention's results, for 1 and 2 threads", { skip: vnniSkip }, () => {
+  const helper = fileURLToPath(new URL("./helpers/matmul-outputs.js", import.meta.url));
+  const r = spawnSync(process.execPath, [helper], { encoding: "utf8", env: { ...process.env, TOY_SIMD: "avx2" }, timeout: 120_000, maxBuffer: 64 << 20 });
+  assert.equal(r.status, 0, r.stderr);
+  const mine = attentionOutputs(cpu).map((o) => Buffer.from(o.buffer, o.byteOffset, o.byteLength).toString("base64"));
+  for (const line of r.stdout.trim().split("\n")) {
+    const { simd, threads, attention } = JSON.parse(line) as { simd: string; threads: number; attention: string[] };
+    assert.equal(simd, "avx2");
+    assert.equal(attention.length, mine.length);
+    const differ = mine.map((m, i) => (m === attention[i] ? -1 : i)).filter((i) => i >= 0);
+    assert.deepEqual(differ, [], `avx2 at ${threads} thread(s): ${differ.length} of ${mine.length} attention cases differ`);
   }
 });
 
