@@ -8,6 +8,13 @@
 // on memory for most of its time. Asking for the lines STREAM_AHEAD bytes ahead of the kernel
 // overlaps the two: 10–12 GB/s, and SmolLM2 Q4_0 decode on 1 thread went from ~70 to ~125 t/s.
 // Distances of 2–16 KB all helped there (interleaved runs); 4 KB was as good as any.
+// The lines go to L2, not L1 (prefetcht1): an L1 prefetch holds one of the core's few L1 miss
+// buffers until its line arrives, which capped one thread's stream at about what those buffers
+// carry; into L2 the requests queue deeper. On the Intel Xeon of stop 34, one thread's decode
+// products read from memory at 13–14 GB/s (F32, F16, BF16, Q8_0; bench/kernelRates.ts) against
+// 10–12 with prefetcht0, and SmolLM2 decode (tg64, 5 interleaved pairs) went F16 36.5 → 41.2 t/s
+// with one thread and 73.3 → 76.2 with two, Q8_0 72.2 → 79.5 and 140.5 → 148.7; the quantized
+// types limited by unpacking (Q4_K) read about as before.
 //
 // stream_prefetch is always inlined, not a plain static function: GCC 12 removed every call to a
 // helper whose only effect is a prefetch and which it did not inline early (vnni_prefetch's
@@ -25,6 +32,6 @@
  *  past the end of the weights is harmless (it never faults). */
 static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
   const char *a = (const char *)p + STREAM_AHEAD;
-  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 2); // prefetcht1: into L2
 }
 #endif
