@@ -10,7 +10,7 @@
 // Distances of 2–16 KB all helped there (interleaved runs); 4 KB was as good as any.
 // The lines go to L2, not L1 (prefetcht1): an L1 prefetch holds one of the core's few L1 miss
 // buffers until its line arrives, which capped one thread's stream at about what those buffers
-// carry; into L2 the requests queue deeper. On the Intel Xeon of stop 34, one thread's decode
+// carry; into L2 the requests queue deeper. On the Intel Xeon (KVM, family 6 model 207), one thread's decode
 // products read from memory at 13–14 GB/s (F32, F16, BF16, Q8_0; bench/kernelRates.ts) against
 // 10–12 with prefetcht0, and SmolLM2 decode (tg64, 5 interleaved pairs) went F16 36.5 → 41.2 t/s
 // with one thread and 73.3 → 76.2 with two, Q8_0 72.2 → 79.5 and 140.5 → 148.7; the quantized
