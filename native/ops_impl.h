@@ -53,6 +53,33 @@ static void NAME(add)(const float *a, const float *b, float *o, int64_t n) {
   for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i];
 }
 
+// The index of the first largest entry, as the scalar loop `if (x[i] > x[best]) best = i` finds
+// it: NaN entries never win, and a NaN x[0] stays the answer. Two passes: the largest value m
+// (x[0] when it is NaN), then the first i with x[i] == m (−0 == +0, as the loop's ">" treats them).
+static int64_t NAME(argmax)(const float *x, int64_t n) {
+  float m = x[0];
+  if (m != m) return 0;
+  int64_t i = 1;
+#if IMPL_AVX2
+  __m256 vm = _mm256_set1_ps(m);
+  for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(_mm256_loadu_ps(x + i), vm); // a NaN lane of x keeps vm's
+  float lanes[8];
+  _mm256_storeu_ps(lanes, vm);
+  for (int l = 0; l < 8; l++) if (lanes[l] > m) m = lanes[l];
+#endif
+  for (; i < n; i++) if (x[i] > m) m = x[i];
+  i = 0;
+#if IMPL_AVX2
+  const __m256 target = _mm256_set1_ps(m);
+  for (; i + 8 <= n; i += 8) {
+    const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), target, _CMP_EQ_OQ));
+    if (hit) return i + __builtin_ctz((unsigned)hit);
+  }
+#endif
+  for (; i < n; i++) if (x[i] == m) return i;
+  return 0; // not reached: m is one of the entries
+}
+
 // Softmax of one row in place: e^(x - max) / Σ.
 static void NAME(softmax_row)(float *x, int64_t n) {
   float max = -INFINITY;

@@ -28,6 +28,8 @@ import { tsKernels } from "../src/backends/ts/index.js";
 import { GGMLType, typeName } from "../src/io/gguf/types.js";
 import { bf16ToF32, dequantize, f16ToF32, f32ToBF16, f32ToF16 } from "../src/quant/index.js";
 import { attentionOutputs, matmulOutputTypes, matmulOutputs } from "./helpers/matmul-outputs.js";
+import { argmax, argmaxLoop } from "../src/engines/sampling.js";
+import { argmaxCases } from "./helpers/argmax-cases.js";
 import type { Weight } from "../src/tensor/weight.js";
 
 const loaded = loadCpuBackend();
@@ -347,6 +349,21 @@ test("IQ4_NL / IQ4_XS: the portable kernels give exactly the SIMD kernels' resul
     const differ = mine.map((m, i) => (iq4(i) && m !== outputs[i] ? i : -1)).filter((i) => i >= 0);
     assert.deepEqual(differ, [], `scalar at ${threads} thread(s): ${differ.length} IQ4 cases differ`);
   }
+});
+
+test("argmax: the native kernel (SIMD and portable) gives the JavaScript loop's index", { skip }, () => {
+  const cases = argmaxCases();
+  const want = cases.map((x) => argmaxLoop(x));
+  assert.deepEqual(cases.map((x) => cpu.addon.argmax!(x)), want);
+  assert.deepEqual(cases.map((x) => argmax(x)), want); // engines/sampling.ts, through the addon for long rows
+  const script = `import { loadCpuBackend } from ${JSON.stringify(new URL("../src/backends/cpu/index.js", import.meta.url).href)};
+    import { argmaxCases } from ${JSON.stringify(new URL("./helpers/argmax-cases.js", import.meta.url).href)};
+    const cpu = loadCpuBackend(); console.log(JSON.stringify({ simd: cpu.info.simd, got: argmaxCases().map((x) => cpu.addon.argmax(x)) }));`;
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", env: { ...process.env, TOY_SIMD: "scalar" }, timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const { simd, got } = JSON.parse(r.stdout) as { simd: string; got: number[] };
+  assert.equal(simd, "scalar");
+  assert.deepEqual(got, want);
 });
 
 test("mapFile returns the file's bytes without copying them", { skip }, () => {

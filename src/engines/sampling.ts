@@ -2,6 +2,7 @@
 // temperature, top-p (nucleus) and min-p filtering, in that order (as llama.cpp's default chain).
 // Before the chain, `adjustLogits` applies OpenAI's logit_bias and presence / frequency penalties.
 
+import { nativeArgmax } from "../backends/index.js";
 import { Rng } from "../data/rng.js";
 
 export interface SamplingOptions {
@@ -49,9 +50,26 @@ export function adjustLogits(logits: Float32Array, o: SamplingOptions, generated
   return out;
 }
 
+let fastArgmax: ((x: Float32Array) => number) | null | undefined;
+
+/** The index of the first largest logit (NaN never wins; a NaN first entry is the answer). A
+ *  vocabulary-sized Float32Array goes to the native cpu backend where it is built (the same index:
+ *  test/cpu-backend.test.ts). */
 export function argmax(logits: ArrayLike<number>): number {
-  let best = 0;
-  for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
+  if (logits instanceof Float32Array && logits.length >= 1024) {
+    fastArgmax ??= nativeArgmax();
+    if (fastArgmax) return fastArgmax(logits);
+  }
+  return argmaxLoop(logits);
+}
+
+/** argmax's portable loop. */
+export function argmaxLoop(logits: ArrayLike<number>): number {
+  let best = 0, max = logits[0];
+  for (let i = 1, n = logits.length; i < n; i++) {
+    const v = logits[i];
+    if (v > max) { max = v; best = i; }
+  }
   return best;
 }
 

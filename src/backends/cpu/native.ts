@@ -40,6 +40,8 @@ export interface NativeAddon {
   gelu(x: Float32Array, out: Float32Array): void;
   add(a: Float32Array, b: Float32Array, out: Float32Array): void;
   softmax(x: Float32Array, rows: number, n: number): void;
+  /** The index of x's first largest entry, as engines/sampling.ts argmax finds it (absent from addons built before it). */
+  argmax?(x: Float32Array): number;
   /** Every row of a stored matrix as float32 (ggml's dequantization formulas). */
   dequantize(w: Uint8Array, type: number, rows: number, cols: number, out: Float32Array): void;
   mapFile(path: string): Uint8Array;
