@@ -466,6 +466,15 @@ static napi_value js_argmax(napi_env env, napi_callback_info info) {
   return r;
 }
 
+// topKHeap(x, k, heap): topIds' heap of the k best entries of x (0 < k ≤ x's length, heap an Int32Array of k).
+static napi_value js_topk_heap(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  F32A(0, x); INT(1, k); I32A(2, heap);
+  NEED(k > 0 && (size_t)k <= x.len && heap.len >= (size_t)k, "topKHeap: k is %lld for %zu entries and a heap of %zu", (long long)k, x.len, heap.len);
+  k_topk_heap(x.data, (int64_t)x.len, k, heap.data);
+  return NULL;
+}
+
 /** Values a row-major view of `rows` × `cols` with row stride ld reaches (0 when empty). */
 static int extent_ok(size_t len, int64_t rows, int64_t cols, int64_t ld) {
   if (rows == 0 || cols == 0) return 1;
@@ -763,7 +772,7 @@ NAPI_MODULE_INIT() {
 #define FN(name, f) { name, NULL, f, NULL, NULL, NULL, napi_default, NULL }
     FN("matmul", js_matmul), FN("matmulPacked", js_matmul_packed), FN("matmulMulti", js_matmul_multi), FN("repack", js_repack), FN("getRows", js_get_rows), FN("rmsNorm", js_rms_norm), FN("addRmsNorm", js_add_rms_norm), FN("layerNorm", js_layer_norm),
     FN("rope", js_rope), FN("ropePair", js_rope_pair), FN("attention", js_attention), FN("attentionBatch", js_attention_batch), FN("storeKV", js_kv_store), FN("storeKVPair", js_kv_store_pair), FN("swiglu", js_swiglu), FN("geglu", js_geglu),
-    FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("argmax", js_argmax), FN("dequantize", js_dequantize),
+    FN("gelu", js_gelu), FN("add", js_add), FN("softmax", js_softmax), FN("argmax", js_argmax), FN("topKHeap", js_topk_heap), FN("dequantize", js_dequantize),
     FN("mapFile", js_map_file), FN("setThreads", js_set_threads), FN("info", js_info), FN("rowBytes", js_row_bytes),
     FN("readBandwidth", js_read_bandwidth), FN("gemm", js_gemm), FN("attentionTrain", js_attention_train),
     FN("attentionTrainBackward", js_attention_train_backward), FN("gatedBackward", js_gated_backward),

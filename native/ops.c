@@ -75,6 +75,8 @@ void k_softmax(float *x, int64_t rows, int64_t n) {
 
 int64_t k_argmax(const float *x, int64_t n) { return n > 0 ? PICK(argmax)(x, n) : -1; }
 
+void k_topk_heap(const float *x, int64_t n, int64_t k, int32_t *heap) { PICK(topk_heap)(x, n, k, heap); }
+
 // RoPE. cos/sin are computed in double (angles reach thousands of radians) once per position
 // and reused for every head; the table of the last single position is kept (decode calls rope
 // for q and then k at the same position in every layer).

@@ -80,6 +80,49 @@ static int64_t NAME(argmax)(const float *x, int64_t n) {
   return 0; // not reached: m is one of the entries
 }
 
+// topIds' heap phase (src/engines/sampling.ts), operation for operation: a min-heap of the k best
+// entries seen (better: larger, ties to the smaller index), started from the first k entries and
+// heapified, then one comparison per later entry against the root's value. The same comparisons
+// in the same order give the same heap for any input, NaN included (it compares false both here
+// and in JavaScript). The AVX2 scan compares eight entries at a time with the root's value and
+// takes a block entry by entry only where one of them is larger: the root changes only inside
+// such a block, so the entries skipped are exactly those the one-by-one loop rejects.
+static inline int NAME(topk_better)(const float *x, int32_t a, int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); }
+static inline void NAME(topk_down)(const float *x, int32_t *heap, int64_t k, int64_t i) {
+  for (;;) {
+    const int64_t l = 2 * i + 1, r = l + 1;
+    int64_t m = i;
+    if (l < k && NAME(topk_better)(x, heap[m], heap[l])) m = l; // heap[l] is worse than heap[m]
+    if (r < k && NAME(topk_better)(x, heap[m], heap[r])) m = r;
+    if (m == i) return;
+    const int32_t t = heap[i];
+    heap[i] = heap[m];
+    heap[m] = t;
+    i = m;
+  }
+}
+/** One entry of the scan: i replaces the root when it is larger than the root's value. */
+static inline void NAME(topk_take)(const float *x, int32_t *heap, int64_t k, int64_t i, float *floor) {
+  if (x[i] > *floor) {
+    heap[0] = (int32_t)i;
+    NAME(topk_down)(x, heap, k, 0);
+    *floor = x[heap[0]];
+  }
+}
+static void NAME(topk_heap)(const float *x, int64_t n, int64_t k, int32_t *heap) {
+  for (int64_t i = 0; i < k; i++) heap[i] = (int32_t)i;
+  for (int64_t i = (k >> 1) - 1; i >= 0; i--) NAME(topk_down)(x, heap, k, i);
+  float floor = x[heap[0]];
+  int64_t i = k;
+#if IMPL_AVX2
+  while (i + 8 <= n) {
+    if (!_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(floor), _CMP_GT_OQ))) { i += 8; continue; }
+    for (const int64_t e = i + 8; i < e; i++) NAME(topk_take)(x, heap, k, i, &floor);
+  }
+#endif
+  for (; i < n; i++) NAME(topk_take)(x, heap, k, i, &floor);
+}
+
 // Softmax of one row in place: e^(x - max) / Σ.
 static void NAME(softmax_row)(float *x, int64_t n) {
   float max = -INFINITY;

@@ -92,6 +92,8 @@ void k_add(const float *a, const float *b, float *out, int64_t n);
 void k_softmax(float *x, int64_t rows, int64_t n);
 /** The index of the first largest of x[0..n) (NaN never wins; a NaN x[0] is the answer); −1 when n is 0. */
 int64_t k_argmax(const float *x, int64_t n);
+/** The heap of engines/sampling.ts topIds (0 < k ≤ n): heap[0..k) = the k best indices, in that function's heap order. */
+void k_topk_heap(const float *x, int64_t n, int64_t k, int32_t *heap);
 
 // --- training: float32 GEMM (gemm.c) and attention with its backward (attention_train.c) ---
 /** C (+)= op(A) · op(B): op(A) is M × K, op(B) is K × N, C is M × N (row stride ldc).

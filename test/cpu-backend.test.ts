@@ -28,7 +28,7 @@ import { tsKernels } from "../src/backends/ts/index.js";
 import { GGMLType, typeName } from "../src/io/gguf/types.js";
 import { bf16ToF32, dequantize, f16ToF32, f32ToBF16, f32ToF16 } from "../src/quant/index.js";
 import { attentionOutputs, matmulOutputTypes, matmulOutputs } from "./helpers/matmul-outputs.js";
-import { argmax, argmaxLoop } from "../src/engines/sampling.js";
+import { argmax, argmaxLoop, topIds } from "../src/engines/sampling.js";
 import { argmaxCases } from "./helpers/argmax-cases.js";
 import type { Weight } from "../src/tensor/weight.js";
 
@@ -364,6 +364,19 @@ test("argmax: the native kernel (SIMD and portable) gives the JavaScript loop's 
   const { simd, got } = JSON.parse(r.stdout) as { simd: string; got: number[] };
   assert.equal(simd, "scalar");
   assert.deepEqual(got, want);
+});
+
+test("topIds: the native heap gives the JavaScript heap's ids, in order", { skip }, () => {
+  assert.equal(typeof cpu.addon.topKHeap, "function");
+  for (const x of argmaxCases().filter((c) => c.length >= 1024)) {
+    for (const k of [1, 2, 40, 100, Math.floor(x.length / 4) - 1]) {
+      const js = topIds(Array.from(x), k); // a plain array takes the JavaScript loop
+      assert.deepEqual(topIds(x, k), js, `length ${x.length}, k ${k}`);
+    }
+  }
+  // Values that rise along the row, so the root changes inside most blocks of eight.
+  const rising = Float32Array.from({ length: 5000 }, (_, i) => i % 13 === 0 ? -i : i * 1e-3);
+  assert.deepEqual(topIds(rising, 64), topIds(Array.from(rising), 64));
 });
 
 test("mapFile returns the file's bytes without copying them", { skip }, () => {

@@ -30,6 +30,15 @@ export function nativeArgmax(): ((x: Float32Array) => number) | null {
   return (x) => addon.argmax!(x);
 }
 
+/** The native cpu backend's topIds heap where it is built (the scan's one comparison per entry,
+ *  eight at a time), else null. */
+export function nativeTopKHeap(): ((x: Float32Array, k: number, heap: Int32Array) => void) | null {
+  const cpu = cpuBackend();
+  if ("error" in cpu || typeof cpu.addon.topKHeap !== "function") return null;
+  const addon = cpu.addon;
+  return (x, k, heap) => addon.topKHeap!(x, k, heap);
+}
+
 export function kernelsFor(device: Device): Kernels {
   if (device === "ts") return tsKernels;
   if (device === "cpu") {

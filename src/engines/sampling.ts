@@ -2,7 +2,7 @@
 // temperature, top-p (nucleus) and min-p filtering, in that order (as llama.cpp's default chain).
 // Before the chain, `adjustLogits` applies OpenAI's logit_bias and presence / frequency penalties.
 
-import { nativeArgmax } from "../backends/index.js";
+import { nativeArgmax, nativeTopKHeap } from "../backends/index.js";
 import { Rng } from "../data/rng.js";
 
 export interface SamplingOptions {
@@ -51,6 +51,7 @@ export function adjustLogits(logits: Float32Array, o: SamplingOptions, generated
 }
 
 let fastArgmax: ((x: Float32Array) => number) | null | undefined;
+let fastTopKHeap: ((x: Float32Array, k: number, heap: Int32Array) => void) | null | undefined;
 
 /** The index of the first largest logit (NaN never wins; a NaN first entry is the answer). A
  *  vocabulary-sized Float32Array goes to the native cpu backend where it is built (the same index:
@@ -130,8 +131,16 @@ export function topIds(x: ArrayLike<number>, k: number): number[] {
     return Array.from({ length: x.length }, (_, i) => i).sort((a, b) => (better(a, b) ? -1 : better(b, a) ? 1 : 0)).slice(0, k);
   }
   // A min-heap of the best k seen so far (the worst of them at the root), started from the
-  // first k entries.
+  // first k entries. A vocabulary-sized Float32Array goes to the native backend where it is
+  // built: the same heap, by the same comparisons (test/cpu-backend.test.ts).
   const heap = new Int32Array(k);
+  if (x instanceof Float32Array && x.length >= 1024) {
+    fastTopKHeap ??= nativeTopKHeap();
+    if (fastTopKHeap) {
+      fastTopKHeap(x, k, heap);
+      return Array.from(heap).sort((a, b) => (better(a, b) ? -1 : 1));
+    }
+  }
   const worse = (a: number, b: number) => better(b, a);
   const down = (i: number) => {
     for (;;) {

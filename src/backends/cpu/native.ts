@@ -42,6 +42,8 @@ export interface NativeAddon {
   softmax(x: Float32Array, rows: number, n: number): void;
   /** The index of x's first largest entry, as engines/sampling.ts argmax finds it (absent from addons built before it). */
   argmax?(x: Float32Array): number;
+  /** engines/sampling.ts topIds' heap of x's k best entries (0 < k ≤ x.length), written to heap[0..k) (absent from addons built before it). */
+  topKHeap?(x: Float32Array, k: number, heap: Int32Array): void;
   /** Every row of a stored matrix as float32 (ggml's dequantization formulas). */
   dequantize(w: Uint8Array, type: number, rows: number, cols: number, out: Float32Array): void;
   mapFile(path: string): Uint8Array;
