@@ -21,24 +21,6 @@ export function cpuBackend(): CpuState {
   return cpuState;
 }
 
-/** The native cpu backend's argmax where it is built (two passes of vector compares, where the
- *  JavaScript loop reads ~1.5 ns per entry: 0.4 ms per token over Gemma 3's 262144 logits), else null. */
-export function nativeArgmax(): ((x: Float32Array) => number) | null {
-  const cpu = cpuBackend();
-  if ("error" in cpu || typeof cpu.addon.argmax !== "function") return null;
-  const addon = cpu.addon;
-  return (x) => addon.argmax!(x);
-}
-
-/** The native cpu backend's topIds heap where it is built (the scan's one comparison per entry,
- *  eight at a time), else null. */
-export function nativeTopKHeap(): ((x: Float32Array, k: number, heap: Int32Array) => void) | null {
-  const cpu = cpuBackend();
-  if ("error" in cpu || typeof cpu.addon.topKHeap !== "function") return null;
-  const addon = cpu.addon;
-  return (x, k, heap) => addon.topKHeap!(x, k, heap);
-}
-
 export function kernelsFor(device: Device): Kernels {
   if (device === "ts") return tsKernels;
   if (device === "cpu") {

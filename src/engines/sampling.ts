@@ -2,7 +2,7 @@
 // temperature, top-p (nucleus) and min-p filtering, in that order (as llama.cpp's default chain).
 // Before the chain, `adjustLogits` applies OpenAI's logit_bias and presence / frequency penalties.
 
-import { nativeArgmax, nativeTopKHeap } from "../backends/index.js";
+import { cpuBackend } from "../backends/index.js";
 import { Rng } from "../data/rng.js";
 
 export interface SamplingOptions {
@@ -50,17 +50,19 @@ export function adjustLogits(logits: Float32Array, o: SamplingOptions, generated
   return out;
 }
 
-let fastArgmax: ((x: Float32Array) => number) | null | undefined;
-let fastTopKHeap: ((x: Float32Array, k: number, heap: Int32Array) => void) | null | undefined;
+/** The native cpu backend's addon where it is built (its argmax and topKHeap compare eight logits
+ *  at a time where the JavaScript loops compare one), else null. */
+function nativeAddon() {
+  const cpu = cpuBackend();
+  return "error" in cpu ? null : cpu.addon;
+}
 
 /** The index of the first largest logit (NaN never wins; a NaN first entry is the answer). A
  *  vocabulary-sized Float32Array goes to the native cpu backend where it is built (the same index:
  *  test/cpu-backend.test.ts). */
 export function argmax(logits: ArrayLike<number>): number {
-  if (logits instanceof Float32Array && logits.length >= 1024) {
-    fastArgmax ??= nativeArgmax();
-    if (fastArgmax) return fastArgmax(logits);
-  }
+  const addon = logits instanceof Float32Array && logits.length >= 1024 ? nativeAddon() : null;
+  if (addon?.argmax) return addon.argmax(logits as Float32Array);
   return argmaxLoop(logits);
 }
 
@@ -134,12 +136,10 @@ export function topIds(x: ArrayLike<number>, k: number): number[] {
   // first k entries. A vocabulary-sized Float32Array goes to the native backend where it is
   // built: the same heap, by the same comparisons (test/cpu-backend.test.ts).
   const heap = new Int32Array(k);
-  if (x instanceof Float32Array && x.length >= 1024) {
-    fastTopKHeap ??= nativeTopKHeap();
-    if (fastTopKHeap) {
-      fastTopKHeap(x, k, heap);
-      return Array.from(heap).sort((a, b) => (better(a, b) ? -1 : 1));
-    }
+  const addon = x instanceof Float32Array && x.length >= 1024 ? nativeAddon() : null;
+  if (addon?.topKHeap) {
+    addon.topKHeap(x as Float32Array, k, heap);
+    return Array.from(heap).sort((a, b) => (better(a, b) ? -1 : 1));
   }
   const worse = (a: number, b: number) => better(b, a);
   const down = (i: number) => {
