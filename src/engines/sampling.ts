@@ -50,9 +50,11 @@ export function adjustLogits(logits: Float32Array, o: SamplingOptions, generated
   return out;
 }
 
-/** The native cpu backend's addon where it is built (its argmax and topKHeap compare eight logits
- *  at a time where the JavaScript loops compare one), else null. */
-function nativeAddon() {
+/** For a vocabulary-sized Float32Array (1024 entries or more), the native cpu backend's addon where
+ *  it is built (its argmax and topKHeap compare eight logits at a time where the JavaScript loops
+ *  compare one); else null. */
+function nativeFor(x: ArrayLike<number>) {
+  if (!(x instanceof Float32Array) || x.length < 1024) return null;
   const cpu = cpuBackend();
   return "error" in cpu ? null : cpu.addon;
 }
@@ -61,7 +63,7 @@ function nativeAddon() {
  *  vocabulary-sized Float32Array goes to the native cpu backend where it is built (the same index:
  *  test/cpu-backend.test.ts). */
 export function argmax(logits: ArrayLike<number>): number {
-  const addon = logits instanceof Float32Array && logits.length >= 1024 ? nativeAddon() : null;
+  const addon = nativeFor(logits);
   if (addon?.argmax) return addon.argmax(logits as Float32Array);
   return argmaxLoop(logits);
 }
@@ -136,7 +138,7 @@ export function topIds(x: ArrayLike<number>, k: number): number[] {
   // first k entries. A vocabulary-sized Float32Array goes to the native backend where it is
   // built: the same heap, by the same comparisons (test/cpu-backend.test.ts).
   const heap = new Int32Array(k);
-  const addon = x instanceof Float32Array && x.length >= 1024 ? nativeAddon() : null;
+  const addon = nativeFor(x);
   if (addon?.topKHeap) {
     addon.topKHeap(x as Float32Array, k, heap);
     return Array.from(heap).sort((a, b) => (better(a, b) ? -1 : 1));
