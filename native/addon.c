@@ -17,6 +17,7 @@
 int toy_has_avx2 = 0;
 int toy_has_avx512 = 0;
 int toy_has_vnni = 0;
+int toy_stream_l1 = 0; // prefetch.h
 int toy_has_bf16 = 0;
 void matmul_init(void);
 static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; // kernels share scratch memory
@@ -760,6 +761,9 @@ static void init_once(void) {
   if (f && !strcmp(f, "scalar")) toy_has_avx2 = toy_has_avx512 = toy_has_vnni = toy_has_bf16 = 0;
   if (f && !strcmp(f, "avx2")) toy_has_avx512 = toy_has_vnni = toy_has_bf16 = 0;
   if (f && !strcmp(f, "avx512vnni")) toy_has_bf16 = 0;
+  // The decode kernels' software prefetch: into L1 on AMD, L2 elsewhere (prefetch.h says why).
+  const char *pf = getenv("TOY_STREAM_PREFETCH");
+  toy_stream_l1 = pf && *pf ? !strcmp(pf, "l1") : __builtin_cpu_is("amd");
 #endif
   matmul_init();
   readahead_init();

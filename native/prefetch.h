@@ -8,13 +8,21 @@
 // on memory for most of its time. Asking for the lines STREAM_AHEAD bytes ahead of the kernel
 // overlaps the two: 10–12 GB/s, and SmolLM2 Q4_0 decode on 1 thread went from ~70 to ~125 t/s.
 // Distances of 2–16 KB all helped there (interleaved runs); 4 KB was as good as any.
-// The lines go to L2, not L1 (prefetcht1): an L1 prefetch holds one of the core's few L1 miss
+// Where the lines go depends on the CPU (toy_stream_l1, set at load by addon.c): into L2
+// (prefetcht1) on Intel, into L1 (prefetcht0) on AMD.
+// - Intel: an L1 prefetch holds one of the core's few L1 miss
 // buffers until its line arrives, which capped one thread's stream at about what those buffers
 // carry; into L2 the requests queue deeper. On the Intel Xeon (KVM, family 6 model 207), one thread's decode
 // products read from memory at 13–14 GB/s (F32, F16, BF16, Q8_0; bench/kernelRates.ts) against
 // 10–12 with prefetcht0, and SmolLM2 decode (tg64, 5 interleaved pairs) went F16 36.5 → 41.2 t/s
 // with one thread and 73.3 → 76.2 with two, Q8_0 72.2 → 79.5 and 140.5 → 148.7; the quantized
 // types limited by unpacking (Q4_K) read about as before.
+// - AMD EPYC (Zen 4, KVM, 1 MB L2, 32 MB L3): the other way round. SmolLM2 decode, ms per step,
+//   medians of 3–5 interleaved runs (2026-12-06): prefetcht0 against prefetcht1, 1 thread, F16
+//   11.3 against 13.9, Q8_0 7.19 against 8.43, Q4_0 6.02 against 6.71; 2 threads, F16 10.0
+//   against 10.3, Q8_0 5.86 against 6.27. (With prefetcht1, 2 KB ahead was slower than 4 KB
+//   and 8 KB no different.)
+//   TOY_STREAM_PREFETCH=l1|l2 overrides the choice, for comparing.
 //
 // stream_prefetch is always inlined, not a plain static function: GCC 12 removed every call to a
 // helper whose only effect is a prefetch and which it did not inline early (vnni_prefetch's
@@ -22,6 +30,8 @@
 #ifndef TOY_PREFETCH_H
 #define TOY_PREFETCH_H
 #include <stddef.h>
+
+extern int toy_stream_l1; // prefetcht0 (1) or prefetcht1 (0): see above
 
 #ifndef STREAM_AHEAD
 #define STREAM_AHEAD 4096
@@ -32,6 +42,7 @@
  *  past the end of the weights is harmless (it never faults). */
 static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
   const char *a = (const char *)p + STREAM_AHEAD;
-  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 2); // prefetcht1: into L2
+  if (toy_stream_l1) for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0: into L1
+  else for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 2);             // prefetcht1: into L2
 }
 #endif
