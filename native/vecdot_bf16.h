@@ -67,7 +67,7 @@ static inline __attribute__((always_inline)) void bf_kernel(const uint8_t *w, si
   int64_t c = 0;
   const uint8_t *wc = w;
   for (; c + 32 <= cols; c += 32, wc += us) {
-    if (NR == 1 && (NW == 1 || rs < us)) stream_prefetch(wc, us); // decode, one stream (prefetch.h)
+    if (NR == 1 && (NW == 1 || rs < us)) stream_prefetch_l2(wc, us); // decode, one stream (prefetch.h: into L2 on every CPU)
     __m512bh wv[8];
     for (int i = 0; i < NW; i++) wv[i] = (__m512bh)_mm512_loadu_si512((const void *)(wc + i * rs));
     for (int r = 0; r < NR; r++) {
