@@ -20,8 +20,7 @@
 // - AMD EPYC (Zen 4, KVM, 1 MB L2, 32 MB L3): the other way round. SmolLM2 decode, ms per step,
 //   medians of 3–5 interleaved runs (2026-12-06): prefetcht0 against prefetcht1, 1 thread, F16
 //   11.3 against 13.9, Q8_0 7.19 against 8.43, Q4_0 6.02 against 6.71; 2 threads, F16 10.0
-//   against 10.3, Q8_0 5.86 against 6.27. (With prefetcht1, 2 KB ahead was slower than 4 KB
-//   and 8 KB no different.)
+//   against 10.3, Q8_0 5.86 against 6.27.
 //   The BF16 kernel (vecdot_bf16.h, one 64-byte vdpbf16ps block per row and step) is the
 //   exception: into L2 it decodes 12.0 ms/step against 14.2 into L1 (1 thread), so it always
 //   prefetches into L2 (stream_prefetch_l2). TOY_STREAM_PREFETCH=l1|l2 overrides the choice for
@@ -40,18 +39,18 @@ extern int toy_stream_l1; // prefetcht0 (1) or prefetcht1 (0): see above
 #define STREAM_AHEAD 4096
 #endif
 
-/** Asks for the cache lines of [p + STREAM_AHEAD, p + STREAM_AHEAD + bytes): the part of one
+/** Asks L2 for the cache lines of [p + STREAM_AHEAD, p + STREAM_AHEAD + bytes): the part of one
  *  sequential weight stream that the kernel will read STREAM_AHEAD bytes from now. A prefetch
  *  past the end of the weights is harmless (it never faults). */
-static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
-  const char *a = (const char *)p + STREAM_AHEAD;
-  if (toy_stream_l1) for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0: into L1
-  else for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 2);             // prefetcht1: into L2
-}
-
-/** stream_prefetch into L2 whatever the CPU (the BF16 kernel, above). */
 static inline __attribute__((always_inline)) void stream_prefetch_l2(const void *p, size_t bytes) {
   const char *a = (const char *)p + STREAM_AHEAD;
-  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 2);
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 2); // prefetcht1
+}
+
+/** stream_prefetch_l2, into L1 instead where toy_stream_l1 says so (AMD, above). */
+static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
+  if (!toy_stream_l1) { stream_prefetch_l2(p, bytes); return; }
+  const char *a = (const char *)p + STREAM_AHEAD;
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
 }
 #endif
