@@ -18,6 +18,7 @@ int toy_has_avx2 = 0;
 int toy_has_avx512 = 0;
 int toy_has_vnni = 0;
 int toy_stream_l1 = 0; // prefetch.h
+int toy_kv_l2 = 0;     // attention_impl.h
 int toy_has_bf16 = 0;
 void matmul_init(void);
 static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; // kernels share scratch memory
@@ -764,6 +765,9 @@ static void init_once(void) {
   // The decode kernels' software prefetch: into L1 on AMD, L2 elsewhere (prefetch.h says why).
   const char *pf = getenv("TOY_STREAM_PREFETCH");
   toy_stream_l1 = pf && *pf ? !strcmp(pf, "l1") : __builtin_cpu_is("amd");
+  // Decode attention's prefetch of cached rows: into L2 on AMD, L1 elsewhere (attention_impl.h).
+  const char *kv = getenv("TOY_KV_PREFETCH");
+  toy_kv_l2 = kv && *kv ? !strcmp(kv, "l2") : __builtin_cpu_is("amd");
 #endif
   matmul_init();
   readahead_init();

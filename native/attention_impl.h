@@ -100,8 +100,18 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 // hardware prefetchers followed poorly here (decode over a long cache, 1 thread). Still needed
 // where att_partial_heads reads whole rows block by block: without it decode attention over a
 // 4096-position cache read ~10 GB/s from memory with 2 threads, with it ~17–20 (Intel Xeon).
+// Where the lines go depends on the CPU (toy_kv_l2, set at load by addon.c; TOY_KV_PREFETCH=l1|l2
+// overrides it): into L1 (prefetcht0) on Intel, as measured there; into L2 (prefetcht1) on AMD,
+// the other way round from the weights' streams (prefetch.h). AMD EPYC (Zen 4), SmolLM2 shapes,
+// an F16 cache of 4096 positions read from memory, µs per layer (scripts/attention-cpu-time.mjs,
+// interleaved runs, 2026-12-06): 1 thread 220–330 into L2 against 310–430 into L1; 2 threads
+// 145–180 against 200–235. SmolLM2 decode, ms per step, medians of 5 interleaved runs: F16 at
+// depth 4096, 2 threads 14.1 against 15.6 (1 thread 22.0 against 22.4, a noisy hour; 18.5
+// against 20.1 in 3 runs before it); Q8_0 at depth 1024, 2 threads 6.90 against 7.66.
+// The distance is not the lever: 32 positions ahead ran as 16 with either hint, 8 slower.
 #define ATT_PF 16
-#define ATT_PREFETCH(p, len) do { _mm_prefetch((const char *)(p), _MM_HINT_T0); if ((len) > 64) _mm_prefetch((const char *)(p) + 64, _MM_HINT_T0); } while (0)
+#define ATT_PREFETCH_HINT(p, len, hint) do { _mm_prefetch((const char *)(p), hint); if ((len) > 64) _mm_prefetch((const char *)(p) + 64, hint); } while (0)
+#define ATT_PREFETCH(p, len) do { if (toy_kv_l2) ATT_PREFETCH_HINT(p, len, _MM_HINT_T1); else ATT_PREFETCH_HINT(p, len, _MM_HINT_T0); } while (0)
 
 // VL values of a cached head slice from value i (i a multiple of 8; Q8_0: d · q, as kv_row).
 TOY_INLINE VF NAME(kv_vec)(const uint8_t *row, int type, int64_t i) {
@@ -452,5 +462,6 @@ static void NAME(kv_store)(const float *x, int64_t n, int type, uint8_t *dst) {
 #undef V_LOADH
 #undef V_LOADI8
 #undef ATT_PREFETCH
+#undef ATT_PREFETCH_HINT
 #undef ATT_PF
 #endif

@@ -21,6 +21,7 @@ extern int toy_has_avx2; // avx2 + fma + f16c
 extern int toy_has_avx512; // avx512f (and avx2): the training GEMM's widest kernel
 extern int toy_has_vnni;   // avx512 f/bw/dq/vl + vnni (and avx2): the fused decode kernels' widest path
 extern int toy_has_bf16;   // vnni + avx512bf16: BF16 weights times bf16 activations (vecdot_bf16.h)
+extern int toy_kv_l2;      // decode attention prefetches cached rows into L2 (1) or L1 (0): attention_impl.h
 
 // --- thread pool (pool.c) ---
 /** fn(ctx, chunk, ith): compute one chunk; ith (< pool size) names the thread, for scratch memory. */
