@@ -106,8 +106,8 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 // an F16 cache of 4096 positions read from memory, µs per layer (scripts/attention-cpu-time.mjs,
 // interleaved runs, 2026-12-06): 1 thread 220–330 into L2 against 310–430 into L1; 2 threads
 // 145–180 against 200–235. SmolLM2 decode, ms per step, medians of 5 interleaved runs: F16 at
-// depth 4096, 2 threads 14.1 against 15.6 (1 thread 22.0 against 22.4, a noisy hour; 18.5
-// against 20.1 in 3 runs before it); Q8_0 at depth 1024, 2 threads 6.90 against 7.66.
+// depth 4096, 1 thread 18.2 against 21.1, 2 threads 14.1 against 15.6; Q8_0 at depth 1024,
+// 2 threads 6.90 against 7.66.
 // The distance is not the lever: 32 positions ahead ran as 16 with either hint, 8 slower.
 #define ATT_PF 16
 #define ATT_PREFETCH_HINT(p, len, hint) do { _mm_prefetch((const char *)(p), hint); if ((len) > 64) _mm_prefetch((const char *)(p) + 64, hint); } while (0)
