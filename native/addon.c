@@ -749,6 +749,17 @@ static int default_threads(void) {
   return n > 0 ? (int)n : 1;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/** Whether a decode prefetch goes into L1: `env` set to l1 or l2 overrides the CPU's default. */
+static int prefetch_into_l1(const char *env, int l1_by_default) {
+  const char *v = getenv(env);
+  if (!v || !*v) return l1_by_default;
+  if (!strcmp(v, "l1") || !strcmp(v, "l2")) return v[1] == '1';
+  fprintf(stderr, "toy: %s=%s: expected l1 or l2; using the default (%s)\n", env, v, l1_by_default ? "l1" : "l2");
+  return l1_by_default;
+}
+#endif
+
 static void init_once(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
@@ -762,12 +773,11 @@ static void init_once(void) {
   if (f && !strcmp(f, "scalar")) toy_has_avx2 = toy_has_avx512 = toy_has_vnni = toy_has_bf16 = 0;
   if (f && !strcmp(f, "avx2")) toy_has_avx512 = toy_has_vnni = toy_has_bf16 = 0;
   if (f && !strcmp(f, "avx512vnni")) toy_has_bf16 = 0;
-  // The decode kernels' software prefetch: into L1 on AMD, L2 elsewhere (prefetch.h says why).
-  const char *pf = getenv("TOY_STREAM_PREFETCH");
-  toy_stream_l1 = pf && *pf ? !strcmp(pf, "l1") : __builtin_cpu_is("amd");
-  // Decode attention's prefetch of cached rows: into L2 on AMD, L1 elsewhere (attention_impl.h).
-  const char *kv = getenv("TOY_KV_PREFETCH");
-  toy_kv_l2 = kv && *kv ? !strcmp(kv, "l2") : __builtin_cpu_is("amd");
+  // Where decode's software prefetches put their lines, per CPU: the weights into L1 on AMD and
+  // L2 elsewhere (prefetch.h), the KV cache the other way round (attention_impl.h).
+  const int amd = __builtin_cpu_is("amd");
+  toy_stream_l1 = prefetch_into_l1("TOY_STREAM_PREFETCH", amd);
+  toy_kv_l2 = !prefetch_into_l1("TOY_KV_PREFETCH", !amd);
 #endif
   matmul_init();
   readahead_init();
