@@ -95,7 +95,7 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 #define V_LOADI8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
 #endif
 
-// A cached head slice (len bytes at p; its first two cache lines) fetched ATT_PF positions ahead:
+// A cached head slice (len bytes at p, every line of it) fetched ATT_PF positions ahead:
 // one head's K or V slices are a strided walk (a position's row holds every KV head), which the
 // hardware prefetchers followed poorly here (decode over a long cache, 1 thread). Still needed
 // where att_partial_heads reads whole rows block by block: without it decode attention over a
@@ -108,9 +108,14 @@ static inline void NAME(att_axpy)(float *o, float e, const float *x, int64_t n) 
 // 145–180 against 200–235. SmolLM2 decode, ms per step, medians of 5 interleaved runs: F16 at
 // depth 4096, 1 thread 18.2 against 21.1, 2 threads 14.1 against 15.6; Q8_0 at depth 1024,
 // 2 threads 6.90 against 7.66.
-// The distance is not the lever: 32 positions ahead ran as 16 with either hint, 8 slower.
+// The distance is not the lever: 32 positions ahead ran as 16 with either hint, 8 slower. Nor
+// is the order of the lines: asking for whole rows on the first KV head's pass (255 µs a layer
+// against 210), or a block's rows at once before it (359 against 283), ran slower than asking
+// for each slice as it is read (2026-12-06). Until then only a slice's first two lines were
+// asked for; the hardware fetched the rest, which for Gemma 3's 512-byte F16 slices read four
+// keys side by side (att_scores16) was slower than one key at a time.
 #define ATT_PF 16
-#define ATT_PREFETCH_HINT(p, len, hint) do { _mm_prefetch((const char *)(p), hint); if ((len) > 64) _mm_prefetch((const char *)(p) + 64, hint); } while (0)
+#define ATT_PREFETCH_HINT(p, len, hint) do { for (int64_t o_ = 0; o_ < (len); o_ += 64) _mm_prefetch((const char *)(p) + o_, hint); } while (0)
 #define ATT_PREFETCH(p, len) do { if (toy_kv_l2) ATT_PREFETCH_HINT(p, len, _MM_HINT_T1); else ATT_PREFETCH_HINT(p, len, _MM_HINT_T0); } while (0)
 
 // VL values of a cached head slice from value i (i a multiple of 8; Q8_0: d · q, as kv_row).
@@ -193,17 +198,75 @@ TOY_INLINE void NAME(att_values_vec)(const att_t *a, const uint8_t *v, int type,
     for (int l = 0; l < nl; l++) V_STOREF(out + h * stride + i0 + l * VL, acc[h][l]);
 }
 
+#if IMPL_AVX512
+// att_scores_vec for 16 keys at once (AVX-512), the same bits: each key's 16-lane FMA chain as
+// there, then the horizontal sums of 16 keys side by side in zmm registers, the same additions
+// in the same tree as hsum_f32_avx2 (lo + hi halves, then ((v0 + v4) + (v2 + v6)) + ((v1 + v5) +
+// (v3 + v7))). Per key that is 3 shuffles and 1.5 adds a head, where the one-key-at-a-time code
+// spends an extract, an add, a store and a share of hsum8 through the stack, and its FMA chains
+// (one per head) are 4 deep with nothing beside them; here 4 keys' chains run side by side.
+// AMD EPYC (Zen 4), 1 thread, attention over a cache of 4096 positions, µs per layer, medians of
+// 5 interleaved runs against the one-key code (2026-12-06): SmolLM2 shapes (9 heads, 3 KV, 64),
+// F16, held in L3 159 against 189, read from memory 235 against 267; Gemma 3 shapes (4 heads,
+// 1 KV, 256) from memory, with ATT_PREFETCH asking for every line of a slice, F16 369 against
+// 484, Q8_0 302 against 395 (3 runs). From memory the rest is the memory's: with 2 threads
+// (SmolLM2, F16) 130 against 145.
+TOY_INLINE void NAME(att_scores16)(const att_t *a, const uint8_t *k, int type, const float *q, int nh, float *scores) {
+  const int64_t hd = a->headDim;
+  __m512 b4[ATT_HEADS][4]; // [h][m]: keys 4m .. 4m + 3, one per 128-bit lane: (v_l + v_{l+4}), l = 0..3
+  for (int m = 0; m < 4; m++) {
+    const uint8_t *rows = k + 4 * m * a->rowBytes;
+    for (int r = 0; r < 4; r++) ATT_PREFETCH(rows + (r + ATT_PF) * a->rowBytes, a->headBytes);
+    __m512 acc[4][ATT_HEADS];
+    for (int r = 0; r < 4; r++)
+      for (int h = 0; h < nh; h++) acc[r][h] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < hd; i += 16)
+      for (int r = 0; r < 4; r++) {
+        const __m512 kv = NAME(kv_vec)(rows + r * a->rowBytes, type, i);
+        for (int h = 0; h < nh; h++) acc[r][h] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * hd + i), kv, acc[r][h]);
+      }
+    for (int h = 0; h < nh; h++) {
+      // [v of key 0 | v of key 1], v = lo + hi; 128-bit lanes: key 0 v0-3, v4-7, key 1 v0-3, v4-7
+      const __m512 p01 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[0][h], acc[1][h], 0x44), _mm512_shuffle_f32x4(acc[0][h], acc[1][h], 0xEE));
+      const __m512 p23 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2][h], acc[3][h], 0x44), _mm512_shuffle_f32x4(acc[2][h], acc[3][h], 0xEE));
+      b4[h][m] = _mm512_add_ps(_mm512_shuffle_f32x4(p01, p23, 0x88), _mm512_shuffle_f32x4(p01, p23, 0xDD));
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(a->scale);
+  // lane L of b4[h][m] is key 4m + L; after the two steps below element 4L + e is key 4e + L
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  for (int h = 0; h < nh; h++) {
+    const __m512 c01 = _mm512_add_ps(_mm512_shuffle_ps(b4[h][0], b4[h][1], 0x44), _mm512_shuffle_ps(b4[h][0], b4[h][1], 0xEE));
+    const __m512 c23 = _mm512_add_ps(_mm512_shuffle_ps(b4[h][2], b4[h][3], 0x44), _mm512_shuffle_ps(b4[h][2], b4[h][3], 0xEE));
+    const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(c01, c23, 0x88), _mm512_shuffle_ps(c01, c23, 0xDD));
+    _mm512_storeu_ps(scores + h * ATT_CHUNK, _mm512_mul_ps(_mm512_permutexvar_ps(order, s), scale));
+  }
+}
+#endif
+
 // Both, for one cache type (a constant after inlining) and any number of heads.
 TOY_INLINE void NAME(att_scores_t)(const att_t *a, const uint8_t *k, int type, int64_t n, const float *q, int64_t g, float *scores) {
   for (int64_t h0 = 0; h0 < g; h0 += ATT_HEADS) {
     const int64_t nh = g - h0 < ATT_HEADS ? g - h0 : ATT_HEADS;
     const float *qh = q + h0 * a->headDim;
     float *sh = scores + h0 * ATT_CHUNK;
+    int64_t j = 0;
+#if IMPL_AVX512
+#define ATT_S16(NH) for (; j + 16 <= n; j += 16) NAME(att_scores16)(a, k + j * a->rowBytes, type, qh, NH, sh + j)
+    switch (nh) {
+      case 1: ATT_S16(1); break;
+      case 2: ATT_S16(2); break;
+      case 3: ATT_S16(3); break;
+      default: ATT_S16(4); break;
+    }
+#undef ATT_S16
+#endif
+    if (j == n) continue;
     switch (nh) { // constant head counts: the accumulators stay in registers
-      case 1: NAME(att_scores_vec)(a, k, type, n, qh, 1, sh); break;
-      case 2: NAME(att_scores_vec)(a, k, type, n, qh, 2, sh); break;
-      case 3: NAME(att_scores_vec)(a, k, type, n, qh, 3, sh); break;
-      default: NAME(att_scores_vec)(a, k, type, n, qh, 4, sh); break;
+      case 1: NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, 1, sh + j); break;
+      case 2: NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, 2, sh + j); break;
+      case 3: NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, 3, sh + j); break;
+      default: NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, 4, sh + j); break;
     }
   }
 }
