@@ -18,6 +18,7 @@ int toy_has_avx2 = 0;
 int toy_has_avx512 = 0;
 int toy_has_vnni = 0;
 int toy_stream_l1 = 0; // prefetch.h
+int toy_stream_hw = 0; // prefetch.h
 int toy_kv_l2 = 0;     // attention_impl.h
 int toy_has_bf16 = 0;
 void matmul_init(void);
@@ -758,6 +759,15 @@ static int prefetch_into_l1(const char *env, int l1_by_default) {
   fprintf(stderr, "toy: %s=%s: expected l1 or l2; using the default (%s)\n", env, v, l1_by_default ? "l1" : "l2");
   return l1_by_default;
 }
+
+/** hw (1: no software prefetch) or sw (0) from the environment variable env, else the default. */
+static int stream_by_hardware(const char *env, int hw_by_default) {
+  const char *v = getenv(env);
+  if (!v || !*v) return hw_by_default;
+  if (!strcmp(v, "hw") || !strcmp(v, "sw")) return v[0] == 'h';
+  fprintf(stderr, "toy: %s=%s: expected hw or sw; using the default (%s)\n", env, v, hw_by_default ? "hw" : "sw");
+  return hw_by_default;
+}
 #endif
 
 static void init_once(void) {
@@ -778,6 +788,8 @@ static void init_once(void) {
   const int amd = __builtin_cpu_is("amd");
   toy_stream_l1 = prefetch_into_l1("TOY_STREAM_PREFETCH", amd);
   toy_kv_l2 = !prefetch_into_l1("TOY_KV_PREFETCH", !amd);
+  // F16 and Q8_0 decode streams: left to the hardware prefetcher on AMD (prefetch.h).
+  toy_stream_hw = stream_by_hardware("TOY_WIDE_PREFETCH", amd);
 #endif
   matmul_init();
   readahead_init();

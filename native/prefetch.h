@@ -34,6 +34,7 @@
 #include <stddef.h>
 
 extern int toy_stream_l1; // prefetcht0 (1) or prefetcht1 (0): see above
+extern int toy_stream_hw; // the wide kernels leave their stream to the hardware (1): see stream_prefetch_wide
 
 #ifndef STREAM_AHEAD
 #define STREAM_AHEAD 4096
@@ -52,5 +53,21 @@ static inline __attribute__((always_inline)) void stream_prefetch(const void *p,
   if (!toy_stream_l1) { stream_prefetch_l2(p, bytes); return; }
   const char *a = (const char *)p + STREAM_AHEAD;
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
+}
+
+/** stream_prefetch for the F16 and Q8_0 decode kernels, which spend the fewest instructions per
+ *  byte of the prefetching kernels and wait on memory the most: nothing where toy_stream_hw says so
+ *  (AMD; TOY_WIDE_PREFETCH=hw|sw overrides it), the hardware prefetcher alone following the
+ *  stream. AMD EPYC (Zen 4), SmolLM2 decode at depth 0, ms per step, medians of 7 interleaved
+ *  runs (2026-12-06), hardware alone against prefetcht0 4 KB ahead: 1 thread, F16 9.67 against
+ *  10.29, Q8_0 5.63 against 6.10, Gemma 3 (its Q8_0 output matrix) 11.54 against 11.96; 2
+ *  threads about even (F16 7.38 / 7.29, Q8_0 4.79 / 4.66, Gemma 3 8.80 / 9.10, within the
+ *  2-thread noise). One thread's product from memory (bench/kernelRates.ts shapes): F16 27.3
+ *  against 25.9 GB/s, Q8_0 24.8 against 22.8. The BF16 kernel is the other way round (11.49
+ *  against 12.71 ms without its prefetcht1) and keeps it; the unpacking-bound types keep theirs
+ *  (Q6_K read 12.3 against 13.6 GB/s without). On the Intel Xeon the prefetch is what made F16
+ *  and Q8_0 fast (above), so there they keep it. */
+static inline __attribute__((always_inline)) void stream_prefetch_wide(const void *p, size_t bytes) {
+  if (!toy_stream_hw) stream_prefetch(p, bytes);
 }
 #endif

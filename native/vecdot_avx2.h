@@ -107,7 +107,7 @@ VD_KERNEL void vd_q5_1_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, 
 VD_KERNEL void vd_q8_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
   __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++, w += 34) {
-    if (NR == 1) stream_prefetch(w, 34); // decode (prefetch.h)
+    if (NR == 1) stream_prefetch_wide(w, 34); // decode (prefetch.h)
     const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 2));
     const __m256i qa = _mm256_sign_epi8(q, q);
     const float d = h2f(w);

@@ -36,7 +36,7 @@ static inline __attribute__((always_inline)) void VF(kernel)(int type, const uin
   int64_t c = 0;
   const uint8_t *wc = w;
   for (; c + 8 <= cols; c += 8, wc += us) {
-    if (NR == 1 && (NW == 1 || rs < us)) stream_prefetch(wc, us); // decode, one stream (prefetch.h)
+    if (NR == 1 && (NW == 1 || rs < us)) stream_prefetch_wide(wc, us); // decode, one stream (prefetch.h)
     __m256 wv[8];
     for (int i = 0; i < NW; i++) wv[i] = VF(load8)(type, wc + i * rs);
     for (int r = 0; r < NR; r++) {

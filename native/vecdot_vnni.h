@@ -43,10 +43,12 @@ static inline __attribute__((always_inline)) void vnni_prefetch(const uint8_t *w
  *  apart, rb > us) vnni_prefetch's share of a later group; on the repacked layout, in decode (one
  *  activation row), the step's us bytes of the one stream STREAM_AHEAD further on (prefetch.h).
  *  Prompts over repacked rows reuse each block from cache for many activation rows: no hint.
- *  steps, step: the kernel's block steps and this one (blocks, or K-quant super-blocks). */
+ *  steps, step: the kernel's block steps and this one (blocks, or K-quant super-blocks); wide:
+ *  the Q8_0 kernel, whose stream takes prefetch.h's stream_prefetch_wide. */
 static inline __attribute__((always_inline)) void vnni_step_prefetch(const uint8_t *w, const uint8_t *at, size_t rb, size_t us,
-                                                                     int64_t steps, int64_t step, int NR) {
+                                                                     int64_t steps, int64_t step, int NR, int wide) {
   if (rb > us) vnni_prefetch(w, rb, steps, step);
+  else if (NR == 1 && wide) stream_prefetch_wide(at, us);
   else if (NR == 1) stream_prefetch(at, us);
 }
 
@@ -111,7 +113,7 @@ VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
@@ -155,7 +157,7 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
     const __m256 d = rb == 18 ? vnni_q4_0_scales_packed(b) : _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the nibbles: q + 8
     for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
@@ -169,7 +171,7 @@ VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 1); // wide: prefetch.h
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // q + 128 (flipping the sign bit)
     for (int p = 0; p < 4; p++)
@@ -195,7 +197,7 @@ VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the five-bit codes: q + 16
     for (int p = 0; p < 4; p++) {
@@ -215,7 +217,7 @@ VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
@@ -255,7 +257,7 @@ VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, size_t us, const xrow
   __m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t b = 0; b < nu / 8; b++) {
     const uint8_t *blk = w + b * us;
-    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR); // steps: super-blocks
+    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, 0); // steps: super-blocks
     int sc[8][8];
     int32_t mn[8][8]; // [sub-block][row]
     for (int i = 0; i < 8; i++)
@@ -312,7 +314,7 @@ VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t b = 0; b < nu / 8; b++) {
     const uint8_t *blk = w + b * us;
-    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR); // steps: super-blocks
+    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, 0); // steps: super-blocks
     const __m256 wd = vnni_halves(blk + 208, rb);
     __m512i sumi[4][4];
     for (int r = 0; r < NR; r++)
