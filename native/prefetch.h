@@ -55,7 +55,8 @@ static inline __attribute__((always_inline)) void stream_prefetch(const void *p,
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
 }
 
-/** stream_prefetch for the F16 and Q8_0 decode kernels, which spend the fewest instructions per
+/** stream_prefetch for the F16 and Q8_0 decode kernels (vecdot_float.h's kernel: also BF16 on CPUs
+ *  without AVX512-BF16, not measured), which spend the fewest instructions per
  *  byte of the prefetching kernels and wait on memory the most: nothing where toy_stream_hw says so
  *  (AMD; TOY_WIDE_PREFETCH=hw|sw overrides it), the hardware prefetcher alone following the
  *  stream. AMD EPYC (Zen 4), SmolLM2 decode at depth 0, ms per step, medians of 7 interleaved
