@@ -751,22 +751,15 @@ static int default_threads(void) {
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/** Whether a decode prefetch goes into L1: `env` set to l1 or l2 overrides the CPU's default. */
-static int prefetch_into_l1(const char *env, int l1_by_default) {
+/** Whether the environment variable env names `yes` rather than `no`: unset or empty, the
+ *  default; any other value, a warning and the default. */
+static int env_choice(const char *env, const char *yes, const char *no, int yes_by_default) {
   const char *v = getenv(env);
-  if (!v || !*v) return l1_by_default;
-  if (!strcmp(v, "l1") || !strcmp(v, "l2")) return v[1] == '1';
-  fprintf(stderr, "toy: %s=%s: expected l1 or l2; using the default (%s)\n", env, v, l1_by_default ? "l1" : "l2");
-  return l1_by_default;
-}
-
-/** hw (1: no software prefetch) or sw (0) from the environment variable env, else the default. */
-static int stream_by_hardware(const char *env, int hw_by_default) {
-  const char *v = getenv(env);
-  if (!v || !*v) return hw_by_default;
-  if (!strcmp(v, "hw") || !strcmp(v, "sw")) return v[0] == 'h';
-  fprintf(stderr, "toy: %s=%s: expected hw or sw; using the default (%s)\n", env, v, hw_by_default ? "hw" : "sw");
-  return hw_by_default;
+  if (!v || !*v) return yes_by_default;
+  if (!strcmp(v, yes)) return 1;
+  if (!strcmp(v, no)) return 0;
+  fprintf(stderr, "toy: %s=%s: expected %s or %s; using the default (%s)\n", env, v, yes, no, yes_by_default ? yes : no);
+  return yes_by_default;
 }
 #endif
 
@@ -786,10 +779,10 @@ static void init_once(void) {
   // Where decode's software prefetches put their lines, per CPU: the weights into L1 on AMD and
   // L2 elsewhere (prefetch.h), the KV cache the other way round (attention_impl.h).
   const int amd = __builtin_cpu_is("amd");
-  toy_stream_l1 = prefetch_into_l1("TOY_STREAM_PREFETCH", amd);
-  toy_kv_l2 = !prefetch_into_l1("TOY_KV_PREFETCH", !amd);
+  toy_stream_l1 = env_choice("TOY_STREAM_PREFETCH", "l1", "l2", amd);
+  toy_kv_l2 = env_choice("TOY_KV_PREFETCH", "l2", "l1", amd);
   // F16 and Q8_0 decode streams: left to the hardware prefetcher on AMD (prefetch.h).
-  toy_stream_hw = stream_by_hardware("TOY_WIDE_PREFETCH", amd);
+  toy_stream_hw = env_choice("TOY_WIDE_PREFETCH", "hw", "sw", amd);
 #endif
   matmul_init();
   readahead_init();

@@ -251,23 +251,21 @@ TOY_INLINE void NAME(att_scores_t)(const att_t *a, const uint8_t *k, int type, i
     const float *qh = q + h0 * a->headDim;
     float *sh = scores + h0 * ATT_CHUNK;
     int64_t j = 0;
+    // 16 keys at a time where AVX-512 has them, the rest one at a time (the same bits)
 #if IMPL_AVX512
 #define ATT_S16(NH) for (; j + 16 <= n; j += 16) NAME(att_scores16)(a, k + j * a->rowBytes, type, qh, NH, sh + j)
-    switch (nh) {
-      case 1: ATT_S16(1); break;
-      case 2: ATT_S16(2); break;
-      case 3: ATT_S16(3); break;
-      default: ATT_S16(4); break;
-    }
-#undef ATT_S16
+#else
+#define ATT_S16(NH) (void)0
 #endif
-    if (j == n) continue;
+#define ATT_S(NH) do { ATT_S16(NH); if (j < n) NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, NH, sh + j); } while (0)
     switch (nh) { // constant head counts: the accumulators stay in registers
-      case 1: NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, 1, sh + j); break;
-      case 2: NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, 2, sh + j); break;
-      case 3: NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, 3, sh + j); break;
-      default: NAME(att_scores_vec)(a, k + j * a->rowBytes, type, n - j, qh, 4, sh + j); break;
+      case 1: ATT_S(1); break;
+      case 2: ATT_S(2); break;
+      case 3: ATT_S(3); break;
+      default: ATT_S(4); break;
     }
+#undef ATT_S
+#undef ATT_S16
   }
 }
 TOY_INLINE void NAME(att_values_t)(const att_t *a, const uint8_t *v, int type, int64_t n, const float *p, int64_t g, float *out, int64_t stride,
