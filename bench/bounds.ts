@@ -4,6 +4,7 @@
 
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
 import { typeName } from "../src/io/gguf/types.js";
+import { median } from "./stats.js";
 
 /** Bytes of weights read per generated token: every tensor, but only one row of an untied embedding. */
 export function weightBytesPerToken(path: string): number {
@@ -40,4 +41,17 @@ export function mainWeightType(path: string): string {
   const bytes = new Map<number, number>();
   for (const t of readGGUFHeader(path).tensors) bytes.set(t.type, (bytes.get(t.type) ?? 0) + t.byteLength);
   return typeName([...bytes].sort((a, b) => b[1] - a[1])[0][0]);
+}
+
+/**
+ * A decode cell's bound from its runs, each run carrying the read bandwidth (bytes/s) measured
+ * right beside it: the bound is the median of the runs' own bounds (bandwidth ÷ bytes per token),
+ * and the share of it is the median of each run's t/s over its own bound, so that a run and its
+ * bound see the machine in the same state (its bandwidth drifts, and with 2 threads it is
+ * bimodal here). Null when no run has a reading.
+ */
+export function pairedBound(runs: readonly { tps: number; bandwidth?: number }[], bytesPerToken: number): { bound: number; share: number } | null {
+  const read = runs.filter((r) => r.bandwidth !== undefined && r.bandwidth > 0);
+  if (!read.length || !(bytesPerToken > 0)) return null;
+  return { bound: median(read.map((r) => r.bandwidth! / bytesPerToken)), share: median(read.map((r) => r.tps / (r.bandwidth! / bytesPerToken))) };
 }

@@ -23,7 +23,8 @@ import { supportedArchitectures } from "../src/archs/index.js";
 import { cpuBackend } from "../src/backends/index.js";
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
 import { fixturesDir } from "../test/helpers/fixtures.js";
-import { kvBytesPerToken, mainWeightType, weightBytesPerToken } from "./bounds.js";
+import { kvBytesPerToken, mainWeightType, pairedBound, weightBytesPerToken } from "./bounds.js";
+import { median } from "./stats.js";
 import { binds as bindsOf, type KernelRate } from "./kernelRates.js";
 import { BENCH_TYPES, ensureSmolModel, GEMMA3_NAME, gemma3Path, type BenchModel, type BenchType } from "./models.js";
 import { ensureLlamaCpp, ensureLlamaCppGpu, ensureNodeLlamaCpp, llamaBench, runMeasured, type LlamaCpp, type Measurement } from "./peers.js";
@@ -86,10 +87,6 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 const benchDir = join(root, ".bench");
 const modelsDir = process.env.TOY_BENCH_MODELS ?? join(benchDir, "models");
 
-const median = (xs: number[]) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
-};
 const fmt = (x: number | undefined, digits = 1) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
 const lastLine = (s: string) => s.trim().split("\n").at(-1) ?? "";
 const errorOf = (stderr: string) => stderr.trim().split("\n").filter(Boolean).slice(-2).join(" | ");
@@ -142,7 +139,9 @@ function resolveModels(llama: LlamaCpp | null): { models: BenchModel[]; skipped:
   return { models, skipped };
 }
 
-interface Cell { threads: number; model: BenchModel; test: BenchTest; runs: Record<Peer, Measurement[]>; errors: string[]; toyCacheType?: string }
+/** A run's measurement; toy's decode runs also carry the read bandwidth (bytes/s) measured right beside them. */
+type Run = Measurement & { bandwidth?: number };
+interface Cell { threads: number; model: BenchModel; test: BenchTest; runs: Record<Peer, Run[]>; errors: string[]; toyCacheType?: string }
 
 async function inference(): Promise<void> {
   const cpu = onGpu ? null : cpuBackend();
@@ -179,13 +178,19 @@ async function inference(): Promise<void> {
   const stop = (signal: NodeJS.Signals) => { log(`bench: ${signal}: printing the runs done so far`); report(true); process.exit(signal === "SIGINT" ? 130 : 143); };
   process.once("SIGINT", stop).once("SIGTERM", stop);
   for (let rep = 0; rep < reps; rep++) {
-    if (cpu && !("error" in cpu)) for (const t of threadCounts) bandwidth.get(t)!.push(cpu.addon.readBandwidth(t));
     for (const cell of cells) {
       const { threads, model, test, runs } = cell;
       const line: string[] = [];
+      // A decode run's bound comes from the bandwidth read just before and just after it (the
+      // mean of the two), so that it and the run see the machine in the same state (docs/performance.md).
+      const readBandwidth = cpu && test.kind === "tg" ? () => cpu.addon.readBandwidth(threads) : null;
+      const before = readBandwidth?.();
       const t = await toyRun(model.path, threads, test);
-      if ("error" in t) cell.errors.push(`toy: ${t.error}`); else { runs.toy.push(t); cell.toyCacheType = t.cache_type; adapter ??= t.adapter; }
-      line.push(`toy ${"error" in t ? "failed" : `${fmt(t.tps)} (1st ${fmt(t.first_tps)})`}`);
+      const after = readBandwidth?.();
+      if (before !== undefined && after !== undefined) bandwidth.get(threads)!.push(before, after);
+      if ("error" in t) cell.errors.push(`toy: ${t.error}`);
+      else { runs.toy.push({ ...t, ...(before !== undefined && after !== undefined ? { bandwidth: (before + after) / 2 } : {}) }); cell.toyCacheType = t.cache_type; adapter ??= t.adapter; }
+      line.push(`toy ${"error" in t ? "failed" : `${fmt(t.tps)} (1st ${fmt(t.first_tps)})`}${before !== undefined && after !== undefined ? ` [read ${fmt(before / 1e9, 1)} / ${fmt(after / 1e9, 1)} GB/s]` : ""}`);
       if (lc && peers.includes("llama.cpp")) {
         const p = await llamaBench(lc.bin, model.path, threads, test, onGpu, repetitions);
         if ("error" in p) cell.errors.push(`llama.cpp: ${p.error}`); else runs["llama.cpp"].push(p);
@@ -212,13 +217,14 @@ async function inference(): Promise<void> {
     const load1 = loadavg();
     const rows = cells.filter((c) => c.runs.toy.length || c.errors.length || Object.values(c.runs).some((r) => r.length)).map(({ threads, model, test, runs, errors, toyCacheType }) => {
       const toy = median(runs.toy.map((x) => x.tps)), lcpp = median(runs["llama.cpp"].map((x) => x.tps)), nl = median(runs["node-llama-cpp"].map((x) => x.tps));
-      const bw = median(bandwidth.get(threads)!);
-      const bound = test.kind === "tg" && Number.isFinite(bw) ? bw / (weightBytesPerToken(model.path) + kvBytesPerToken(model.path, test.depth + test.n / 2, "f16")) : null;
+      const paired = test.kind === "tg" ? pairedBound(runs.toy, weightBytesPerToken(model.path) + kvBytesPerToken(model.path, test.depth + test.n / 2, "f16")) : null;
+      const bound = paired?.bound ?? null, share = paired?.share ?? null;
       return {
         kind: "inference", threads, model: model.name, label: model.label, file: model.path, test: test.name,
         toy_tps: toy, toy_first_tps: median(runs.toy.map((x) => x.first_tps ?? NaN)), llama_cpp_tps: lcpp, node_llama_cpp_tps: nl,
         ratio_llama_cpp: toy / lcpp, ratio_node_llama_cpp: toy / nl,
-        bound_tps: bound, toy_of_bound: bound === null ? null : toy / bound, binds: bound === null ? null : binds(model.path),
+        bound_tps: bound, toy_of_bound: share, binds: bound === null ? null : binds(model.path),
+        toy_bandwidth_gbs: runs.toy.map((x) => (x.bandwidth === undefined ? null : +(x.bandwidth / 1e9).toFixed(1))),
         toy_rss_mb: median(runs.toy.map((x) => x.rss_mb)), llama_cpp_rss_mb: median(runs["llama.cpp"].map((x) => x.rss_mb)),
         node_llama_cpp_rss_mb: median(runs["node-llama-cpp"].map((x) => x.rss_mb)),
         toy_runs: runs.toy.map((x) => x.tps), llama_cpp_runs: runs["llama.cpp"].map((x) => x.tps), node_llama_cpp_runs: runs["node-llama-cpp"].map((x) => x.tps),
@@ -231,7 +237,7 @@ async function inference(): Promise<void> {
       load_before: load0.map((x) => +x.toFixed(2)), load_after: load1.map((x) => +x.toFixed(2)),
       llama_cpp: lc ? { version: lc.version, commit: lc.commit, bin: lc.bin } : null, reps, repetitions,
       decode_kernel_rates: rates,
-      bandwidth_gbs: Object.fromEntries([...bandwidth].map(([t, b]) => [t, +(median(b) / 1e9).toFixed(1)])),
+      bandwidth_gbs: Object.fromEntries([...bandwidth].filter(([, b]) => b.length).map(([t, b]) => [t, +(median(b) / 1e9).toFixed(1)])),
       toy_cache_type: rows.find((r) => r.toy_cache_type)?.toy_cache_type ?? null, llama_cpp_cache_type: "f16",
       minutes: +((performance.now() - start) / 60000).toFixed(1), skipped,
       ...(partial ? { stopped_after_runs: done, of_runs: total } : {}),
@@ -252,7 +258,7 @@ async function inference(): Promise<void> {
       process.stdout.write(`\n### ${threads} thread${threads > 1 ? "s" : ""}\n\n` + [line(head), line(head.map(() => "---")), ...table.map(line)].join("\n") + "\n");
     }
     process.stdout.write(`\nllama.cpp ${lc ? `${lc.version}` : "unavailable"}; toy KV cache ${meta.toy_cache_type ?? "-"}, llama.cpp f16; ` +
-      `medians of ${reps} interleaved runs, each the mean of ${repetitions} timed repetitions after a warm-up (toy 1st: the first alone); read bandwidth ${Object.entries(meta.bandwidth_gbs).map(([t, b]) => `${b} GB/s (${t}t)`).join(", ")}; ` +
+      `medians of ${reps} interleaved runs, each the mean of ${repetitions} timed repetitions after a warm-up (toy 1st: the first alone); read bandwidth beside the decode runs (median) ${Object.entries(meta.bandwidth_gbs).map(([t, b]) => `${b} GB/s (${t}t)`).join(", ")}; ` +
       `load average ${load0[0].toFixed(1)} → ${load1[0].toFixed(1)}; ${meta.minutes} min; ${cpus()[0]?.model}` +
       (partial ? `; STOPPED after ${done} of ${total} runs (a cell's median is over the repetitions it finished)` : "") +
       (onGpu ? `; toy on webgpu (${adapter ?? "adapter unknown"}), llama.cpp -ngl 99` : "") + "\n");

@@ -1,4 +1,4 @@
-// The benchmark's pure parts (bench/tests.ts, bench/bounds.ts): test names as llama-bench names
+// The benchmark's pure parts (bench/tests.ts, bench/bounds.ts, bench/stats.ts): test names as llama-bench names
 // them, and the bytes a decode step reads, on tiny models written here.
 
 import { test } from "node:test";
@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseTest, benchTokens } from "../bench/tests.js";
-import { kvBytesPerToken, weightBytesPerToken } from "../bench/bounds.js";
+import { kvBytesPerToken, pairedBound, weightBytesPerToken } from "../bench/bounds.js";
+import { median } from "../bench/stats.js";
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
 import { writeTinyLlama } from "./helpers/tiny-model.js";
 
@@ -36,4 +37,19 @@ test("decode bytes per token: every weight (one row of an untied embedding) and 
   assert.equal(kvBytesPerToken(tied, 100), 2 * 100 * 2 * 32 * 2);
   assert.equal(kvBytesPerToken(tied, 100, "f32"), 2 * 100 * 2 * 32 * 4);
   assert.equal(kvBytesPerToken(tied, 64, "q8_0"), 2 * 64 * 2 * 32 * (34 / 32));
+});
+
+test("medians leave out unmeasured runs; a decode cell's share is the median of each run's t/s over the bound of its own bandwidth reading", () => {
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 3, 2]), 2.5);
+  assert.equal(median([NaN, 5]), 5);
+  assert.ok(Number.isNaN(median([])));
+  // 1e8 bytes a token: 30 GB/s bounds a run at 300 t/s, 45 GB/s at 450.
+  const runs = [{ tps: 270, bandwidth: 30e9 }, { tps: 360, bandwidth: 45e9 }, { tps: 240, bandwidth: 30e9 }];
+  const p = pairedBound(runs, 1e8)!;
+  assert.equal(p.bound, 300);
+  // Shares 0.9, 0.8, 0.8: the median of the runs' own shares, not 290 ÷ 300 from the medians.
+  assert.ok(Math.abs(p.share - 0.8) < 1e-12);
+  assert.equal(pairedBound([{ tps: 100 }], 1e8), null);
+  assert.equal(pairedBound(runs, 0), null);
 });
