@@ -187,10 +187,11 @@ async function inference(): Promise<void> {
       const before = readBandwidth?.();
       const t = await toyRun(model.path, threads, test);
       const after = readBandwidth?.();
-      if (before !== undefined && after !== undefined) bandwidth.get(threads)!.push(before, after);
+      const read = before !== undefined && after !== undefined ? [before, after] : null;
+      if (read) bandwidth.get(threads)!.push(...read);
       if ("error" in t) cell.errors.push(`toy: ${t.error}`);
-      else { runs.toy.push({ ...t, ...(before !== undefined && after !== undefined ? { bandwidth: (before + after) / 2 } : {}) }); cell.toyCacheType = t.cache_type; adapter ??= t.adapter; }
-      line.push(`toy ${"error" in t ? "failed" : `${fmt(t.tps)} (1st ${fmt(t.first_tps)})`}${before !== undefined && after !== undefined ? ` [read ${fmt(before / 1e9, 1)} / ${fmt(after / 1e9, 1)} GB/s]` : ""}`);
+      else { runs.toy.push(read ? { ...t, bandwidth: (read[0] + read[1]) / 2 } : t); cell.toyCacheType = t.cache_type; adapter ??= t.adapter; }
+      line.push(`toy ${"error" in t ? "failed" : `${fmt(t.tps)} (1st ${fmt(t.first_tps)})`}${read ? ` [read ${fmt(read[0] / 1e9, 1)} / ${fmt(read[1] / 1e9, 1)} GB/s]` : ""}`);
       if (lc && peers.includes("llama.cpp")) {
         const p = await llamaBench(lc.bin, model.path, threads, test, onGpu, repetitions);
         if ("error" in p) cell.errors.push(`llama.cpp: ${p.error}`); else runs["llama.cpp"].push(p);
