@@ -15,6 +15,7 @@ import { Rng } from "../src/data/rng.js";
 import { initialModelBytes, scratchConfig } from "../src/recipes/fromScratch.js";
 import { SMOL_FIXTURE } from "./models.js";
 import { runMeasured } from "./peers.js";
+import { median } from "./stats.js";
 import { TRAIN_BATCH, TRAIN_SEQ } from "./trainRow.js";
 
 export const TRAINING_ROWS = ["bench", "full", "lora"];
@@ -82,11 +83,6 @@ export interface TrainingRow {
   toy_tps: number; eager_tps: number; compile_tps: number; ratio_eager: number; ratio_compile: number;
   loss0: Record<string, number>; runs: Record<string, number[]>; rss_mb: Record<string, number>; warmup_s: Record<string, number>; errors: string[];
 }
-
-const median = (xs: number[]) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
-};
 
 export async function trainingRows(o: TrainingOptions): Promise<TrainingRow[]> {
   const python = o.torch.length ? ensureTorch(o.benchDir, o.log) : { error: "--torch none" };
