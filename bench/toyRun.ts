@@ -33,7 +33,7 @@ const device = selectBackend(onGpu ? "webgpu" : "cpu", { threads: Number(threads
 // The KV cache in llama-bench's default type (F16) unless the bench asks for another.
 const cacheType = (cacheTypeArg ?? "f16") as KVType; // loadModel checks it
 const model = loadModel(path, device, { cacheType });
-const newCache = (capacity: number) => model.newCache(capacity);
+const newCache = (capacity: number) => model.newCache(capacity, { hugePages: true }); // as toy infer's (engines/generate.ts)
 
 /** One forward (the prompt's last row of logits); on webgpu awaited until the adapter is done. */
 async function forward(ids: Int32Array, cache: ReturnType<typeof newCache>): Promise<void> {

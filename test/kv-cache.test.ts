@@ -66,6 +66,22 @@ for (const device of devices) {
     assert.deepEqual(chunked.at(-1), whole.at(-1));
   });
 
+  test(`a cache in one buffer for all layers (hugePages) gives the bits of one buffer per layer (${device})`, () => {
+    // Windowed layers (their own row counts), f32 rows viewed as floats by the ts backend, and the
+    // cpu backend's huge-page mapping where it has one.
+    const [window, prompt, total] = device === "ts" ? [8, 12, 40] : [200, 300, 500];
+    const model = windowedModel(device, window, "even");
+    const tokens = ids(total, 9);
+    for (const type of ["f32", "f16"] as const) {
+      const one = model.newCache(total, { type, hugePages: true }), own = model.newCache(total, { type });
+      const views = one.layers.flatMap((l) => [l.keys.bytes, l.values.bytes]); // (a windowed layer may move its rows later)
+      assert.deepEqual(run(model, one, tokens, prompt), run(model, own, tokens, prompt), type);
+      assert.ok(views.every((v) => v.buffer === views[0].buffer && v.byteOffset % 64 === 0), `${type}: one buffer, 64-byte aligned views`);
+      views.slice(1).forEach((v, i) => assert.ok(v.byteOffset >= views[i].byteOffset + views[i].byteLength, `${type}: view ${i + 1} overlaps`));
+      assert.deepEqual(one.layers.map((l) => l.rows), own.layers.map((l) => l.rows), `${type}: rows per layer`);
+    }
+  });
+
   test(`truncate on sliding-window layers: keeps what it still can, reports 0 otherwise (${device})`, () => {
     const window = 8, total = 120; // past window + the 64 rows of slack: old rows get dropped
     const model = windowedModel(device, window, "all");
@@ -91,6 +107,17 @@ test("cache types: bytes per position, and a clear error for q8_0 with a head si
   const file = parseGGUF(tinyLlamaBytes(), "tiny.gguf"); // head size 8
   assert.throws(() => loadModelFromFile(file, "ts", undefined, { cacheType: "q8_0" }), /q8_0 needs a head size that is a multiple of 32; this model's is 8/);
   assert.throws(() => loadModelFromFile(file, "ts", undefined, { cacheType: "q4" as KVType }), /unknown KV cache type "q4"/);
+});
+
+test("the cpu backend's huge-page buffers: zeroed, the length asked for, their own memory", { skip: cpuSkip }, () => {
+  const k = kernelsFor("cpu");
+  const bytes = (3 << 20) + 100, a = k.allocHugePages!(bytes), b = k.allocHugePages!(64);
+  assert.ok(a && b, "mmap of a few MB should not fail here");
+  assert.equal(a.length, bytes);
+  assert.ok(a.every((x) => x === 0) && b.every((x) => x === 0));
+  a.fill(7);
+  assert.ok(b.every((x) => x === 0), "separate mappings");
+  assert.throws(() => k.allocHugePages!(0), /allocHugePages: bad length 0/);
 });
 
 test("the cpu backend writes F16 and Q8_0 cache rows byte for byte as the ts reference does", { skip: cpuSkip }, () => {

@@ -5,6 +5,7 @@ import { InferenceOps, RopeTables } from "../blocks/inferenceOps.js";
 import { KVCache, layoutBatch } from "../blocks/kvCache.js";
 import { checkKVType, DEFAULT_KV_TYPE, type KVType } from "../blocks/kvCacheTypes.js";
 import type { Ops, Value } from "../blocks/ops.js";
+import { hugePageBytes } from "../primitives/index.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { Workspace } from "../tensor/workspace.js";
@@ -26,8 +27,11 @@ export interface LanguageModel {
   /**
    * A fresh KV cache for up to `capacity` positions (default: the model's context length), storing
    * keys and values as `type` (default: cacheType). Sliding-window layers keep only their window.
+   * hugePages: one buffer for all layers on transparent huge pages where the backend has them
+   * (cpu, Linux): decode attention over a long cache reads it faster, and written pages are
+   * resident 2 MB at a time, so ask for it when the sequence will fill about `capacity`.
    */
-  newCache(capacity?: number, opts?: { type?: KVType }): KVCache;
+  newCache(capacity?: number, opts?: { type?: KVType; hugePages?: boolean }): KVCache;
   /**
    * Run tokens `ids` at positions cache.length.. and append them to the cache.
    * Returns logits [T, vocab] ("all") or [1, vocab] for the last token ("last").
@@ -90,7 +94,10 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
     arch: arch.name, file, device, config, cacheType,
     nVocab: config.nVocab, contextLength: config.contextLength,
     newCache: (capacity = config.contextLength, o = {}) =>
-      new KVCache(config.nLayer, capacity, kvWidth, { type: checkKVType(o.type ?? cacheType, config.headDim), windows }),
+      new KVCache(config.nLayer, capacity, kvWidth, {
+        type: checkKVType(o.type ?? cacheType, config.headDim), windows,
+        storage: o.hugePages ? (bytes) => hugePageBytes(device, bytes) : undefined,
+      }),
     forward(ids, cache, logits) {
       return run([{ ids, cache }], logits === "all");
     },

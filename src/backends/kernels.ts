@@ -111,4 +111,8 @@ export interface Kernels {
   storeKVPair?(k: Float32Array, v: Float32Array, type: KVType, kDst: Uint8Array, vDst: Uint8Array, byteOffset: number): void;
   /** sum = a + b, then out = rmsNorm(sum) over rows of length n. */
   addRmsNorm?(a: Float32Array, b: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, sum: Float32Array, out: Float32Array): void;
+
+  /** `bytes` zeroed bytes on transparent huge pages (one TLB entry per 2 MB, not per 4 KB), for a
+   *  buffer that every decode step reads through (the KV cache); null where there are none. */
+  allocHugePages?(bytes: number): Uint8Array | null;
 }

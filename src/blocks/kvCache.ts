@@ -28,13 +28,20 @@ export class LayerCache {
 
   /**
    * capacity: the most positions a sequence may reach; window: the layer's sliding window
-   * (0: it attends to every position, and keeps them all).
+   * (0: it attends to every position, and keeps them all). storage: zeroed bytes for keys and
+   * values, LayerCache.rowsFor(capacity, window) rows each (default: a buffer of its own each).
    */
-  constructor(readonly capacity: number, readonly width: number, readonly type: KVType = DEFAULT_KV_TYPE, readonly window = 0) {
+  constructor(readonly capacity: number, readonly width: number, readonly type: KVType = DEFAULT_KV_TYPE, readonly window = 0,
+    storage?: { keys: Uint8Array; values: Uint8Array }) {
     this.rowBytes = kvRowBytes(type, width);
-    const rows = window > 0 ? Math.min(capacity, window + SLACK) : capacity;
-    this.keys = { type, bytes: this.alloc(rows) };
-    this.values = { type, bytes: this.alloc(rows) };
+    const rows = LayerCache.rowsFor(capacity, window);
+    this.keys = { type, bytes: storage?.keys ?? this.alloc(rows) };
+    this.values = { type, bytes: storage?.values ?? this.alloc(rows) };
+  }
+
+  /** Rows a layer allocates: every position, or a sliding window's and some slack. */
+  static rowsFor(capacity: number, window: number): number {
+    return window > 0 ? Math.min(capacity, window + SLACK) : capacity;
   }
 
   /** Rows allocated. */
@@ -123,6 +130,13 @@ export interface KVCacheOptions {
   type?: KVType;
   /** Per layer: its sliding window (0 or absent: every position). */
   windows?: readonly number[];
+  /**
+   * Zeroed bytes for every layer's keys and values together (e.g. hugePageBytes: on huge pages,
+   * where decode attention reads them faster); absent: a buffer per layer. Pages become resident
+   * as rows are written, 2 MB at a time on huge pages, so this is for a cache about as large as
+   * the sequence it will hold.
+   */
+  storage?: (bytes: number) => Uint8Array;
 }
 
 export class KVCache {
@@ -133,8 +147,17 @@ export class KVCache {
 
   constructor(nLayers: number, readonly capacity: number, kvWidths: number | readonly number[], opts: KVCacheOptions = {}) {
     this.type = opts.type ?? DEFAULT_KV_TYPE;
-    this.layers = Array.from({ length: nLayers }, (_, l) =>
-      new LayerCache(capacity, typeof kvWidths === "number" ? kvWidths : kvWidths[l], this.type, opts.windows?.[l] ?? 0));
+    const width = (l: number) => typeof kvWidths === "number" ? kvWidths : kvWidths[l];
+    const window = (l: number) => opts.windows?.[l] ?? 0;
+    const layerBytes = (l: number) => LayerCache.rowsFor(capacity, window(l)) * kvRowBytes(this.type, width(l));
+    const slot = (l: number) => Math.ceil(layerBytes(l) / 64) * 64; // one storage: every buffer from a multiple of 64 bytes
+    const all = opts.storage?.(Array.from({ length: nLayers }, (_, l) => 2 * slot(l)).reduce((a, b) => a + b, 0));
+    let at = 0; // layer l's keys, then its values
+    this.layers = Array.from({ length: nLayers }, (_, l) => {
+      const n = layerBytes(l), storage = all && { keys: all.subarray(at, at + n), values: all.subarray(at + slot(l), at + slot(l) + n) };
+      at += 2 * slot(l);
+      return new LayerCache(capacity, width(l), this.type, window(l), storage);
+    });
   }
 
   /** Check that T more positions fit; the context limit gets a clear error. */

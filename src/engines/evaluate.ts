@@ -57,7 +57,7 @@ class TokenScorer {
     if (ids.length > model.contextLength) {
       throw new ToyError(`the input (${ids.length} tokens) is longer than the context (${model.contextLength} tokens); use --window`, EXIT.usage);
     }
-    this.cache = model.newCache(ids.length);
+    this.cache = model.newCache(ids.length, { hugePages: true }); // filled whole
     this.batch = opts.batch ?? 256;
   }
 

@@ -70,9 +70,10 @@ function promptToRead(model: LanguageModel, prompt: readonly number[], cache: KV
   return prompt.slice(cache.length);
 }
 
-/** A fresh cache for a generation: prompt + maxTokens positions, at most the context. */
+/** A fresh cache for a generation: prompt + maxTokens positions, at most the context (what it fills
+ *  unless the model stops early: on huge pages). */
 function cacheFor(model: LanguageModel, prompt: readonly number[], opts: GenerateOptions): KVCache {
-  return opts.cache ?? model.newCache(Math.min(model.contextLength, Math.max(prompt.length, prompt.length + opts.maxTokens)));
+  return opts.cache ?? model.newCache(Math.min(model.contextLength, Math.max(prompt.length, prompt.length + opts.maxTokens)), { hugePages: true });
 }
 
 /** One generation, token by token: `step()` until it returns false. */

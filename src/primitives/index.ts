@@ -3,7 +3,7 @@ export { embedding } from "./embedding.js";
 export { rmsNorm, addRmsNorm, layerNorm } from "./norm.js";
 export { rope, ropePair, ropeInvFreq, type RopeConfig } from "./rope.js";
 export { attention, attentionSegments } from "./attention.js";
-export { storeKV, storeKVPair } from "./storeKV.js";
+export { storeKV, storeKVPair, hugePageBytes } from "./storeKV.js";
 export { swiglu, geglu, gelu } from "./activation.js";
 export { add } from "./arith.js";
 export { softmax, logSumExp } from "./softmax.js";

@@ -1,7 +1,7 @@
-// Store float32 keys or values into a KV cache's rows, in the cache's type.
+// Store float32 keys or values into a KV cache's rows, in the cache's type; the memory of a cache.
 
 import { kernelsFor } from "../backends/index.js";
-import type { KVType } from "../backends/kernels.js";
+import type { Device, KVType } from "../backends/kernels.js";
 import type { Tensor } from "../tensor/tensor.js";
 
 /** x's values (whole rows) as `type`, written into dst from byte `byteOffset`. */
@@ -18,4 +18,10 @@ export function storeKVPair(k: Tensor, v: Tensor, type: KVType, kDst: Uint8Array
     kernels.storeKV(k.data, type, kDst, byteOffset);
     kernels.storeKV(v.data, type, vDst, byteOffset);
   }
+}
+
+/** Zeroed bytes for a KV cache on `device`: on huge pages where its backend has them, else an
+ *  ordinary buffer. */
+export function hugePageBytes(device: Device, bytes: number): Uint8Array {
+  return kernelsFor(device).allocHugePages?.(bytes) ?? new Uint8Array(bytes);
 }

@@ -113,5 +113,6 @@ function cpuKernels(a: NativeAddon): Kernels {
       a.ropePair(q, k, T, qHeads, kHeads, headDim, ropeDims, positions, invFreq, style === "neox" ? 1 : 0),
     storeKVPair: (k, v, type, kDst, vDst, off) => a.storeKVPair(k, v, KV_TYPE_ID[type], kDst, vDst, off),
     addRmsNorm: (x, y, weight, rows, n, eps, sum, out) => a.addRmsNorm(x, y, weight, rows, n, eps, sum, out),
+    allocHugePages: (n) => a.allocHugePages(n),
   };
 }

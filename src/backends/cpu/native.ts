@@ -12,6 +12,8 @@ export interface NativeAddon {
   matmulMulti(x: Float32Array, cols: number, T: number, weights: Uint8Array[], desc: Int32Array, outs: readonly Float32Array[]): boolean;
   /** The weight in the layout this CPU's widest kernels stream best, or undefined when there is none. */
   repack(w: Uint8Array, type: number, rows: number, cols: number): Uint8Array | undefined;
+  /** Zeroed bytes of their own mapping on transparent huge pages, or null (native/addon.c). */
+  allocHugePages(bytes: number): Uint8Array | null;
   /** packed 1: w is repack()'s copy of the weight. */
   getRows(w: Uint8Array, type: number, rows: number, cols: number, ids: Int32Array, out: Float32Array, packed?: number): void;
   rmsNorm(x: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, out: Float32Array): void;
