@@ -235,8 +235,9 @@ static void arena_give(napi_env env, void *data, void *hint) {
 // decode attention walks every cached row of every layer once a token, and on 4 KB pages that is
 // a TLB miss every ~10 rows (SmolLM2's 384-byte F16 rows). AMD EPYC (Zen 4), SmolLM2 shapes, an
 // F16 cache of 4096 positions read from memory, 1 thread: 182 against 224 µs a layer (in-process
-// paired blocks, scripts/attention-cpu-time.mjs's setting). Pages are resident once written, 2 MB
-// at a time: the caller sizes the buffer to what it will fill (src/blocks/kvCache.ts).
+// paired blocks, scripts/attention-cpu-time.mjs's setting; inside decode steps docs/internals.md).
+// Pages are resident once written, 2 MB at a time: the caller sizes the buffer to what it will
+// fill (src/blocks/kvCache.ts).
 static void unmap_huge(napi_env env, void *data, void *hint) { (void)env; munmap(data, (size_t)hint); }
 static napi_value js_alloc_huge_pages(napi_env env, napi_callback_info info) {
   ARGS(1);
