@@ -181,16 +181,23 @@ static pthread_mutex_t arena_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void arena_unmap(arena_t *a) { munmap(a->base, a->size); free(a); }
 
-// A 2 MB-aligned anonymous mapping of `size` (a multiple of HUGE_PAGE) bytes, or NULL.
-static arena_t *arena_new(size_t size) {
-  arena_t *a = malloc(sizeof *a);
-  if (!a) return NULL;
+// A 2 MB-aligned anonymous mapping of `size` (a multiple of HUGE_PAGE) bytes marked
+// MADV_HUGEPAGE, or NULL.
+static uint8_t *map_huge(size_t size) {
   uint8_t *p = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) { free(a); return NULL; }
+  if (p == MAP_FAILED) return NULL;
   uint8_t *base = (uint8_t *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
   if (base > p) munmap(p, (size_t)(base - p));
   if (base + size < p + size + HUGE_PAGE) munmap(base + size, (size_t)(p + size + HUGE_PAGE - (base + size)));
-  madvise(base, size, MADV_HUGEPAGE); // a hint: without THP the arena is ordinary memory
+  madvise(base, size, MADV_HUGEPAGE); // a hint: without THP this is ordinary memory
+  return base;
+}
+
+static arena_t *arena_new(size_t size) {
+  arena_t *a = malloc(sizeof *a);
+  if (!a) return NULL;
+  uint8_t *base = map_huge(size);
+  if (!base) { free(a); return NULL; }
   *a = (arena_t){ base, size, 0, 0 };
   return a;
 }
@@ -246,12 +253,8 @@ static napi_value js_alloc_huge_pages(napi_env env, napi_callback_info info) {
   napi_value res;
   napi_get_null(env, &res);
   const size_t size = ((size_t)len + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-  uint8_t *p = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return res;
-  uint8_t *base = (uint8_t *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
-  if (base > p) munmap(p, (size_t)(base - p));
-  if (base + size < p + size + HUGE_PAGE) munmap(base + size, (size_t)(p + size + HUGE_PAGE - (base + size)));
-  madvise(base, size, MADV_HUGEPAGE); // a hint: without THP these are ordinary pages
+  uint8_t *base = map_huge(size);
+  if (!base) return res;
   napi_value ab;
   if (napi_create_external_arraybuffer(env, base, (size_t)len, unmap_huge, (void *)size, &ab) != napi_ok) { munmap(base, size); return res; }
   napi_create_typedarray(env, napi_uint8_array, (size_t)len, ab, 0, &res);
