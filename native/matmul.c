@@ -26,6 +26,14 @@ typedef struct {
   int packed; // w is vnni_repack's layout (eight-row groups block-interleaved)
 } mm_t;
 
+// k_repack's step for Q8_0 (block u of a group's eight rows, 8 · 34 = 272 bytes) keeps the eight
+// scales together in front of the eight rows' 32 quants: [d0 … d7][q0 (32 bytes)] … [q7]. The
+// decode kernel then takes the scales with one 16-byte load and rows 2p and 2p + 1 with one 64-byte
+// load, where blocks kept whole ([d0 q0][d1 q1] …) cost eight scalar loads and four inserts per
+// step (vnni_q8_0_n). The other types keep their blocks whole.
+#define Q8P_STEP (VNNI_ROWS * 34)
+#define Q8P_QS (VNNI_ROWS * 2) // where the quants start in a step
+
 static inline xrow_t xrow_at(const mm_t *m, int64_t t) {
   uint8_t *base = m->xq + t * m->xstride;
   float *dx = (float *)(base + m->cols);
@@ -303,7 +311,13 @@ int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *ds
     const uint8_t *src = w + g * VNNI_ROWS * rb;
     uint8_t *d = dst + g * VNNI_ROWS * rb;
     for (size_t u = 0; u < nb; u++)
-      for (int i = 0; i < VNNI_ROWS; i++) memcpy(d + (u * VNNI_ROWS + i) * bs, src + i * rb + u * bs, bs);
+      for (int i = 0; i < VNNI_ROWS; i++) {
+        const uint8_t *blk = src + i * rb + u * bs;
+        if (type == T_Q8_0) { // scales first (Q8P_STEP)
+          memcpy(d + u * Q8P_STEP + 2 * i, blk, 2);
+          memcpy(d + u * Q8P_STEP + Q8P_QS + 32 * i, blk + 2, 32);
+        } else memcpy(d + (u * VNNI_ROWS + i) * bs, blk, bs);
+      }
   }
   memcpy(dst + groups * VNNI_ROWS * rb, w + groups * VNNI_ROWS * rb, (size_t)(rows - groups * VNNI_ROWS) * rb);
   return 1;
@@ -315,7 +329,13 @@ static const uint8_t *unpacked_row(const uint8_t *w, int type, int64_t rows, int
   const size_t rb = row_bytes(type, cols), bs = repack_block_bytes(type, cols, rows);
   if (!bs || r >= rows / VNNI_ROWS * VNNI_ROWS) return w + r * rb;
   const uint8_t *group = w + (r / VNNI_ROWS) * VNNI_ROWS * rb;
-  for (size_t u = 0; u < rb / bs; u++) memcpy(tmp + u * bs, group + (u * VNNI_ROWS + r % VNNI_ROWS) * bs, bs);
+  const int i = (int)(r % VNNI_ROWS);
+  for (size_t u = 0; u < rb / bs; u++) {
+    if (type == T_Q8_0) { // scales first (Q8P_STEP)
+      memcpy(tmp + u * bs, group + u * Q8P_STEP + 2 * i, 2);
+      memcpy(tmp + u * bs + 2, group + u * Q8P_STEP + Q8P_QS + 32 * i, 32);
+    } else memcpy(tmp + u * bs, group + (u * VNNI_ROWS + i) * bs, bs);
+  }
   return tmp;
 }
 

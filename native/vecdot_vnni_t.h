@@ -30,6 +30,15 @@ static inline const uint8_t *vt_block(const mm_t *m, size_t bs, int64_t r, int64
   return m->w + r * m->rb + u * bs;
 }
 
+/** Block u of row r's 32 unsigned codes when k_repack put the scales of its Q8_0 step first
+ *  (matmul.c, Q8P_STEP), and its scale; NULL codes pointer where the block is whole. */
+static inline const uint8_t *vt_q8_split(const mm_t *m, int64_t r, int64_t u, const uint8_t **dp) {
+  if (m->type != T_Q8_0 || !m->packed || (r / VNNI_ROWS + 1) * VNNI_ROWS > m->rows) return NULL;
+  const uint8_t *step = m->w + (r / VNNI_ROWS) * VNNI_ROWS * m->rb + u * Q8P_STEP;
+  *dp = step + 2 * (r % VNNI_ROWS);
+  return step + Q8P_QS + 32 * (r % VNNI_ROWS);
+}
+
 /** A block's 32 unsigned codes (q + k: the values vnni_q*_0_n feed vpdpbusd) and its scale. */
 static inline __m256i vt_codes(int type, const uint8_t *b, float *d) {
   uint16_t h;
@@ -91,12 +100,21 @@ static inline void vt_transpose16(const __m512i *z, uint8_t (*q)[64]) {
 }
 
 /** Rows r0..r0+15 of m, every block, into t[0..nu). */
+static inline __m256i vt_row_codes(const mm_t *m, size_t bs, int64_t r, int64_t u, float *d) {
+  const uint8_t *dp, *q = vt_q8_split(m, r, u, &dp);
+  if (!q) return vt_codes(m->type, vt_block(m, bs, r, u), d);
+  uint16_t h;
+  memcpy(&h, dp, 2);
+  *d = _cvtsh_ss(h);
+  return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)q), _mm256_set1_epi8((char)0x80));
+}
+
 static void vt_transpose(const mm_t *m, size_t bs, int64_t r0, int64_t nu, vt_block_t *t) {
   for (int64_t u = 0; u < nu; u++) {
     __m512i z[8];
     for (int p = 0; p < 8; p++) {
-      const __m256i lo = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p, u), &t[u].d[2 * p]);
-      const __m256i hi = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p + 1, u), &t[u].d[2 * p + 1]);
+      const __m256i lo = vt_row_codes(m, bs, r0 + 2 * p, u, &t[u].d[2 * p]);
+      const __m256i hi = vt_row_codes(m, bs, r0 + 2 * p + 1, u, &t[u].d[2 * p + 1]);
       z[p] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
     vt_transpose16(z, t[u].q);

@@ -488,6 +488,20 @@ test("F16 / BF16: products on the repacked layout have the row-major layout's bi
   }
 });
 
+// Quantized weights are repacked by their first product (eight-row groups, block by block; Q8_0's
+// steps with the eight scales in front, native/matmul.c Q8P_STEP). Every kernel path on that
+// layout gives the row-major products' bits: decode (T 1–3), four activation rows at a time (T 4–11),
+// and the transposed 16-row prompt kernels (T ≥ 12, vecdot_vnni_t.h).
+test("quantized types: products on the repacked layout have the row-major layout's bits", { skip }, () => {
+  const rows = 43, cols = 512; // two groups of 16 rows, a group of eight, a tail of three
+  for (const type of MATMUL_TYPES.filter((t) => !isFloatType(t))) {
+    const w = makeWeight(type, rows, cols, 95 + type);
+    const packed = cpu.addon.repack(w.bytes, type, rows, cols);
+    if (!packed) continue; // no packed layout for this type on this CPU
+    assertPackedProductsExact(type, w.bytes, packed, rows, cols, [1, 2, 4, 7, 12, 13], 96);
+  }
+});
+
 test("bad arguments throw instead of crashing", { skip }, () => {
   const w = makeWeight(8, 4, 64, 1);
   assert.throws(() => cpu.kernels.matmul(new Float32Array(10), w, 1, new Float32Array(4)), /x has/);
