@@ -26,13 +26,36 @@ typedef struct {
   int packed; // w is vnni_repack's layout (eight-row groups block-interleaved)
 } mm_t;
 
-// k_repack's step for Q8_0 (block u of a group's eight rows, 8 · 34 = 272 bytes) keeps the eight
-// scales together in front of the eight rows' 32 quants: [d0 … d7][q0 (32 bytes)] … [q7]. The
-// decode kernel then takes the scales with one 16-byte load and rows 2p and 2p + 1 with one 64-byte
-// load, where blocks kept whole ([d0 q0][d1 q1] …) cost eight scalar loads and four inserts per
-// step (vnni_q8_0_n). The other types keep their blocks whole.
-#define Q8P_STEP (VNNI_ROWS * 34)
-#define Q8P_QS (VNNI_ROWS * 2) // where the quants start in a step
+// k_repack's layout splits the blocks of the types whose eight-row kernels read fields of eight
+// rows at once (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): a step (block u of a group's eight rows, eight
+// blocks' bytes) holds each field of the eight blocks side by side, in the block's order: the
+// eight scales d, then (Q4_1, Q5_1) the eight mins, (Q5_0, Q5_1) the eight fifth-bit words, then
+// the eight rows' quants. A field at offset o of a block, s bytes long, is at 8·o + i·s in the step
+// for row i. The kernels then load the eight scales at once, and the quants of rows 0–3 (4–7) of a
+// 4-bit type, or of rows 2p and 2p + 1 of Q8_0, as one 64-byte register, where whole blocks
+// ([d0 q0][d1 q1] …) cost eight scalar loads and an insert per pair of rows (vecdot_vnni.h).
+// The K-quants keep their blocks whole.
+
+/** The field sizes of a split type's block, in order (0-terminated); NULL for the other types. */
+static const uint8_t *split_fields(int type) {
+  static const uint8_t q4_0[] = { 2, 16, 0 }, q4_1[] = { 2, 2, 16, 0 }, q5_0[] = { 2, 4, 16, 0 }, q5_1[] = { 2, 2, 4, 16, 0 }, q8_0[] = { 2, 32, 0 };
+  switch (type) {
+    case T_Q4_0: return q4_0;
+    case T_Q4_1: return q4_1;
+    case T_Q5_0: return q5_0;
+    case T_Q5_1: return q5_1;
+    case T_Q8_0: return q8_0;
+    default: return NULL;
+  }
+}
+
+/** Row i's block (as the file stores it) to or from its place in a split step. */
+static inline void split_block(const uint8_t *f, uint8_t *step, int i, uint8_t *blk, int to_step) {
+  for (size_t o = 0; *f; o += *f++) {
+    if (to_step) memcpy(step + 8 * o + (size_t)i * *f, blk + o, *f);
+    else memcpy(blk + o, step + 8 * o + (size_t)i * *f, *f);
+  }
+}
 
 static inline xrow_t xrow_at(const mm_t *m, int64_t t) {
   uint8_t *base = m->xq + t * m->xstride;
@@ -307,16 +330,15 @@ int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *ds
   if (!bs) return 0;
   const size_t rb = row_bytes(type, cols), nb = rb / bs;
   const int64_t groups = rows / VNNI_ROWS;
+  const uint8_t *fields = split_fields(type);
   for (int64_t g = 0; g < groups; g++) {
     const uint8_t *src = w + g * VNNI_ROWS * rb;
     uint8_t *d = dst + g * VNNI_ROWS * rb;
     for (size_t u = 0; u < nb; u++)
       for (int i = 0; i < VNNI_ROWS; i++) {
         const uint8_t *blk = src + i * rb + u * bs;
-        if (type == T_Q8_0) { // scales first (Q8P_STEP)
-          memcpy(d + u * Q8P_STEP + 2 * i, blk, 2);
-          memcpy(d + u * Q8P_STEP + Q8P_QS + 32 * i, blk + 2, 32);
-        } else memcpy(d + (u * VNNI_ROWS + i) * bs, blk, bs);
+        if (fields) split_block(fields, d + u * VNNI_ROWS * bs, i, (uint8_t *)blk, 1);
+        else memcpy(d + (u * VNNI_ROWS + i) * bs, blk, bs);
       }
   }
   memcpy(dst + groups * VNNI_ROWS * rb, w + groups * VNNI_ROWS * rb, (size_t)(rows - groups * VNNI_ROWS) * rb);
@@ -330,11 +352,10 @@ static const uint8_t *unpacked_row(const uint8_t *w, int type, int64_t rows, int
   if (!bs || r >= rows / VNNI_ROWS * VNNI_ROWS) return w + r * rb;
   const uint8_t *group = w + (r / VNNI_ROWS) * VNNI_ROWS * rb;
   const int i = (int)(r % VNNI_ROWS);
+  const uint8_t *fields = split_fields(type);
   for (size_t u = 0; u < rb / bs; u++) {
-    if (type == T_Q8_0) { // scales first (Q8P_STEP)
-      memcpy(tmp + u * bs, group + u * Q8P_STEP + 2 * i, 2);
-      memcpy(tmp + u * bs + 2, group + u * Q8P_STEP + Q8P_QS + 32 * i, 32);
-    } else memcpy(tmp + u * bs, group + (u * VNNI_ROWS + i) * bs, bs);
+    if (fields) split_block(fields, (uint8_t *)group + u * VNNI_ROWS * bs, i, tmp + u * bs, 0);
+    else memcpy(tmp + u * bs, group + (u * VNNI_ROWS + i) * bs, bs);
   }
   return tmp;
 }

@@ -104,8 +104,77 @@ static inline void vnni_finish_offsets(__m512 (*acc)[4], const __m256 *offs, int
   }
 }
 
+/** Rows w .. w + 7·rb of a 4- or 5-bit type (Q4_0, Q4_1, Q5_0, Q5_1; constant once inlined) on
+ *  k_repack's split layout (matmul.c, split_fields), times x. Rows 0–3 and 4–7 of a step's quants
+ *  are one 64-byte register each ("quads": row i in 128-bit lane i); its low nibbles are the rows'
+ *  values 0–15 and its high nibbles values 16–31, so each quad gives two registers, multiplied by
+ *  x's values 0–15 and 16–31 broadcast to every lane. Lane 4i + j of the low register is the
+ *  integer lane j of row i's block (bytes 4j..4j+3), of the high one lane j + 4: the lanes of
+ *  vnni_signed_n and vnni_offset_block, each scaled, converted and accumulated by the same
+ *  operations in the same order, and summed at the end in hsum_f32_avx2's tree: the same bits.
+ *  Per step and activation row: 4 integer dots, conversions and FMAs for eight rows, where the
+ *  pair registers take 4 each plus an insert, a shift and a permute per pair. */
+static const int32_t vnni_quad_idx[2][16] __attribute__((aligned(64))) = {
+  { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3 }, { 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7 } };
+
+VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const int offset = type == T_Q4_1 || type == T_Q5_1, five = type == T_Q5_0 || type == T_Q5_1;
+  const int qh_at = 16 + 16 * offset, qs_at = qh_at + 32 * five; // split fields: d, (m), (qh), qs
+  const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
+  const __m512i quad0 = _mm512_load_si512(vnni_quad_idx[0]), quad1 = _mm512_load_si512(vnni_quad_idx[1]);
+  __m512 acc[4][4]; // [r]: rows 0–3 low, high; rows 4–7 low, high
+  __m256 offs[4];
+  for (int r = 0; r < NR; r++) {
+    for (int k = 0; k < 4; k++) acc[r][k] = _mm512_setzero_ps();
+    offs[r] = _mm256_setzero_ps();
+  }
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + us * u;
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
+    const __m512i v0 = _mm512_loadu_si512(b + qs_at), v1 = _mm512_loadu_si512(b + qs_at + 64);
+    __m512i q[4] = { _mm512_and_si512(v0, m4), _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4),
+                     _mm512_and_si512(v1, m4), _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4) };
+    if (five) { // bit j of row i's word is value j's fifth bit: the low 16 bits for q[0], q[2], the high for q[1], q[3]
+      const __m256i qh = _mm256_loadu_si256((const __m256i *)(b + qh_at));
+      const __m128i lo = _mm256_cvtepi32_epi16(qh), hi = _mm256_cvtepi32_epi16(_mm256_srli_epi32(qh, 16));
+      const __mmask64 mk[4] = { _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(lo)), _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(hi)),
+                                _cvtu64_mask64((uint64_t)_mm_extract_epi64(lo, 1)), _cvtu64_mask64((uint64_t)_mm_extract_epi64(hi, 1)) };
+      for (int k = 0; k < 4; k++) q[k] = _mm512_mask_add_epi8(q[k], mk[k], q[k], k16);
+    }
+    const __m256 m = offset ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16))) : _mm256_setzero_ps();
+    for (int r = 0; r < NR; r++) {
+      const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u])); // d·dx per row, as vnni_signed_n and vnni_offset_block
+      const __m512 s0 = _mm512_permutexvar_ps(quad0, _mm512_castps256_ps512(s)), s1 = _mm512_permutexvar_ps(quad1, _mm512_castps256_ps512(s));
+      const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u)));
+      const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u + 16)));
+      __m512i zlo = _mm512_setzero_si512(), zhi = zlo;
+      if (offset) offs[r] = _mm256_add_ps(offs[r], _mm256_mul_ps(m, _mm256_set1_ps(x[r].fs[2 * u])));
+      else { // −k·Σx lanes (vnni_signed_n)
+        zlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].nk + 8 * u)));
+        zhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].nk + 8 * u + 4)));
+      }
+      acc[r][0] = _mm512_fmadd_ps(s0, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zlo, q[0], xlo)), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(s0, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zhi, q[1], xhi)), acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(s1, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zlo, q[2], xlo)), acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(s1, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zhi, q[3], xhi)), acc[r][3]);
+    }
+  }
+  // hsum_f32_avx2's tree per row: t_j = l_j + l_{j+4}, then (t0 + t2) + (t1 + t3)
+  const __m512i firsts = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int r = 0; r < NR; r++) {
+    const __m512 t0 = _mm512_add_ps(acc[r][0], acc[r][1]), t1 = _mm512_add_ps(acc[r][2], acc[r][3]);
+    const __m512 u0 = _mm512_add_ps(t0, _mm512_permute_ps(t0, 0x4E)), u1 = _mm512_add_ps(t1, _mm512_permute_ps(t1, 0x4E));
+    const __m512 v0 = _mm512_add_ps(u0, _mm512_permute_ps(u0, 0xB1)), v1 = _mm512_add_ps(u1, _mm512_permute_ps(u1, 0xB1));
+    __m256 sums = _mm512_castps512_ps256(_mm512_permutex2var_ps(v0, firsts, v1)); // rows 0..7
+    if (offset) sums = _mm256_add_ps(sums, offs[r]);
+    _mm256_storeu_ps(out + r * ostride, sums);
+  }
+}
+
 /** Rows w, w + rb, …, w + 7·rb (Q4_1) times x, as vd_q4_1 computes it. */
 VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  if (rb < us) { vnni_quads_n(T_Q4_1, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
   // Nibbles: 128-bit lanes hold row 2p's bytes, twice, then row 2p+1's; the odd lanes shift by 4.
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -152,6 +221,7 @@ static inline __m256 vnni_q4_0_scales_packed(const uint8_t *b) {
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
 VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  if (rb < us) { vnni_quads_n(T_Q4_0, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
@@ -166,20 +236,19 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
 
-/** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it; on k_repack's layout
- *  (rb < us) its steps put the scales first (matmul.c, Q8P_STEP). */
+/** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it; on k_repack's split
+ *  layout (rb < us: matmul.c, split_fields) the eight scales, then rows 2p and 2p + 1 side by side. */
 VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   if (rb < us) {
     // Each pair's d·dx lanes as a permute of the eight products d·dx: the same products as
-    // vnni_signed_n's permute-then-multiply, so the same bits. In cache (one thread, 576 × 576)
-    // 70 against 41 GB/s for the whole-block layout above.
+    // vnni_signed_n's permute-then-multiply, so the same bits.
     for (int64_t u = 0; u < nu; u++) {
-      const uint8_t *b = w + Q8P_STEP * u;
+      const uint8_t *b = w + us * u;
       vnni_step_prefetch(w, b, rb, us, nu, u, NR, 1); // wide: prefetch.h
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
       __m512i qu[4]; // q + 128 (flipping the sign bit); rows 2p and 2p + 1 side by side
-      for (int p = 0; p < 4; p++) qu[p] = _mm512_xor_si512(_mm512_loadu_si512(b + Q8P_QS + 64 * p), _mm512_set1_epi8((char)0x80));
+      for (int p = 0; p < 4; p++) qu[p] = _mm512_xor_si512(_mm512_loadu_si512(b + 16 + 64 * p), _mm512_set1_epi8((char)0x80));
       for (int r = 0; r < NR; r++) {
         const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
         const __m512i xq = XQ512(r, u);
@@ -214,6 +283,7 @@ static inline __mmask64 vnni_qh_pair(const uint8_t *qh, size_t rb) {
 
 /** Rows w, w + rb, …, w + 7·rb (Q5_0) times x, as vd_q5_0 computes it. */
 VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  if (rb < us) { vnni_quads_n(T_Q5_0, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
@@ -233,6 +303,7 @@ VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
 
 /** Rows w, w + rb, …, w + 7·rb (Q5_1) times x, as vd_q5_1 computes it. */
 VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  if (rb < us) { vnni_quads_n(T_Q5_1, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };

@@ -30,15 +30,6 @@ static inline const uint8_t *vt_block(const mm_t *m, size_t bs, int64_t r, int64
   return m->w + r * m->rb + u * bs;
 }
 
-/** Block u of row r's 32 unsigned codes when k_repack put the scales of its Q8_0 step first
- *  (matmul.c, Q8P_STEP), and its scale; NULL codes pointer where the block is whole. */
-static inline const uint8_t *vt_q8_split(const mm_t *m, int64_t r, int64_t u, const uint8_t **dp) {
-  if (m->type != T_Q8_0 || !m->packed || (r / VNNI_ROWS + 1) * VNNI_ROWS > m->rows) return NULL;
-  const uint8_t *step = m->w + (r / VNNI_ROWS) * VNNI_ROWS * m->rb + u * Q8P_STEP;
-  *dp = step + 2 * (r % VNNI_ROWS);
-  return step + Q8P_QS + 32 * (r % VNNI_ROWS);
-}
-
 /** A block's 32 unsigned codes (q + k: the values vnni_q*_0_n feed vpdpbusd) and its scale. */
 static inline __m256i vt_codes(int type, const uint8_t *b, float *d) {
   uint16_t h;
@@ -100,13 +91,13 @@ static inline void vt_transpose16(const __m512i *z, uint8_t (*q)[64]) {
 }
 
 /** Rows r0..r0+15 of m, every block, into t[0..nu). */
+/** vt_codes of block u of row r, gathered first from k_repack's split layout (matmul.c). */
 static inline __m256i vt_row_codes(const mm_t *m, size_t bs, int64_t r, int64_t u, float *d) {
-  const uint8_t *dp, *q = vt_q8_split(m, r, u, &dp);
-  if (!q) return vt_codes(m->type, vt_block(m, bs, r, u), d);
-  uint16_t h;
-  memcpy(&h, dp, 2);
-  *d = _cvtsh_ss(h);
-  return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)q), _mm256_set1_epi8((char)0x80));
+  const uint8_t *f = split_fields(m->type);
+  if (!f || !m->packed || (r / VNNI_ROWS + 1) * VNNI_ROWS > m->rows) return vt_codes(m->type, vt_block(m, bs, r, u), d);
+  uint8_t blk[34]; // the largest split block (Q8_0)
+  split_block(f, (uint8_t *)m->w + (r / VNNI_ROWS) * VNNI_ROWS * m->rb + u * VNNI_ROWS * bs, (int)(r % VNNI_ROWS), blk, 0);
+  return vt_codes(m->type, blk, d);
 }
 
 static void vt_transpose(const mm_t *m, size_t bs, int64_t r0, int64_t nu, vt_block_t *t) {
