@@ -91,21 +91,47 @@ static inline void vt_transpose16(const __m512i *z, uint8_t (*q)[64]) {
 }
 
 /** Rows r0..r0+15 of m, every block, into t[0..nu). */
-/** vt_codes of block u of row r, gathered first from k_repack's split layout (matmul.c). */
-static inline __m256i vt_row_codes(const mm_t *m, size_t bs, int64_t r, int64_t u, float *d) {
-  const uint8_t *f = split_fields(m->type);
-  if (!f || !m->packed || (r / VNNI_ROWS + 1) * VNNI_ROWS > m->rows) return vt_codes(m->type, vt_block(m, bs, r, u), d);
-  uint8_t blk[34]; // the largest split block (Q8_0)
-  split_block(f, (uint8_t *)m->w + (r / VNNI_ROWS) * VNNI_ROWS * m->rb + u * VNNI_ROWS * bs, (int)(r % VNNI_ROWS), blk, 0);
-  return vt_codes(m->type, blk, d);
+/** vt_transpose on k_repack's split layout (matmul.c, split_fields): rows r0..r0+15 are two whole
+ *  groups of eight, and each step's fields of eight rows are read as vectors: the scales at once,
+ *  rows 2p and 2p + 1 of Q8_0 as one register, of Q4_0 and Q5_0 as one 32-byte load spread to
+ *  the same codes vt_codes gives (low nibbles, then high, per row; plus the fifth bits). */
+static void vt_transpose_split(const mm_t *m, int64_t r0, int64_t nu, vt_block_t *t) {
+  const size_t step = VNNI_ROWS * vnni_block_bytes(m->type);
+  const uint8_t *group[2] = { m->w + r0 * m->rb, m->w + (r0 + VNNI_ROWS) * m->rb };
+  const int q8 = m->type == T_Q8_0, five = m->type == T_Q5_0, qs_at = five ? 48 : 16;
+  const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16), flip = _mm512_set1_epi8((char)0x80);
+  for (int64_t u = 0; u < nu; u++) {
+    __m512i z[8];
+    for (int h = 0; h < 2; h++) {
+      const uint8_t *st = group[h] + u * step;
+      _mm256_storeu_ps(t[u].d + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)st)));
+      for (int p = 0; p < 4; p++) {
+        __m512i v;
+        if (q8) v = _mm512_xor_si512(_mm512_loadu_si512(st + 16 + 64 * p), flip);
+        else {
+          const __m512i qs = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(st + qs_at + 32 * p)));
+          v = _mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(qs, qs, 0x50), counts), m4); // [a a b b] → lo, hi nibbles
+          if (five) {
+            uint64_t qh;
+            memcpy(&qh, st + 16 + 8 * p, 8); // the pair's fifth-bit words: bit j of each half is its value j
+            v = _mm512_mask_add_epi8(v, _cvtu64_mask64(qh), v, k16);
+          }
+        }
+        z[4 * h + p] = v;
+      }
+    }
+    vt_transpose16(z, t[u].q);
+  }
 }
 
 static void vt_transpose(const mm_t *m, size_t bs, int64_t r0, int64_t nu, vt_block_t *t) {
+  if (m->packed && split_fields(m->type)) { vt_transpose_split(m, r0, nu, t); return; }
   for (int64_t u = 0; u < nu; u++) {
     __m512i z[8];
     for (int p = 0; p < 8; p++) {
-      const __m256i lo = vt_row_codes(m, bs, r0 + 2 * p, u, &t[u].d[2 * p]);
-      const __m256i hi = vt_row_codes(m, bs, r0 + 2 * p + 1, u, &t[u].d[2 * p + 1]);
+      const __m256i lo = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p, u), &t[u].d[2 * p]);
+      const __m256i hi = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p + 1, u), &t[u].d[2 * p + 1]);
       z[p] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
     vt_transpose16(z, t[u].q);
