@@ -14,6 +14,9 @@
 // - each row ends with hsum_f32_avx2 on its half (+ the offset sum), as the AVX2 kernel does.
 // What is gained: one instruction for the integer dot, half the vector instructions (two rows
 // per register), the eight rows' scales in one vector, and four independent accumulator chains.
+// On k_repack's split layout (matmul.c, split_fields: each field of a step's eight blocks side by
+// side) the 4- and 5-bit types go further, four rows per register (vnni_quads_n), and Q8_0 loads
+// a pair of rows and the eight scales at once; the pair kernels below stay for the file's layout.
 
 #define VNNI_ROWS 8
 
@@ -209,16 +212,6 @@ VNNI_KERNEL void vnni_signed_n(const __m512i *qu, const __m256 d, const xrow_t *
   }
 }
 
-/** The eight rows' Q4_0 scales d when their blocks sit side by side (k_repack's layout: 18 bytes
- *  apart, d first), as floats: two 64-byte loads (inside the group's 144-byte block) and one word
- *  permute, where vnni_heads takes eight scalar loads and three shuffles. The same halves, so the
- *  same floats. */
-static inline __m256 vnni_q4_0_scales_packed(const uint8_t *b) {
-  static const uint16_t idx[32] __attribute__((aligned(64))) = { 0, 9, 18, 27, 36, 45, 54, 63 };
-  const __m512i w = _mm512_permutex2var_epi16(_mm512_loadu_si512(b), _mm512_load_si512(idx), _mm512_loadu_si512(b + 64));
-  return _mm256_cvtph_ps(_mm512_castsi512_si128(w));
-}
-
 /** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
 VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   if (rb < us) { vnni_quads_n(T_Q4_0, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
@@ -228,7 +221,7 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
-    const __m256 d = rb == 18 ? vnni_q4_0_scales_packed(b) : _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
+    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the nibbles: q + 8
     for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
     vnni_signed_n(qu, d, x, NR, u, acc);
