@@ -49,12 +49,13 @@ static const uint8_t *split_fields(int type) {
   }
 }
 
-/** Row i's block (as the file stores it) to or from its place in a split step. */
-static inline void split_block(const uint8_t *f, uint8_t *step, int i, uint8_t *blk, int to_step) {
-  for (size_t o = 0; *f; o += *f++) {
-    if (to_step) memcpy(step + 8 * o + (size_t)i * *f, blk + o, *f);
-    else memcpy(blk + o, step + 8 * o + (size_t)i * *f, *f);
-  }
+/** Row i's block (as the file stores it) into its place in a split step (fields f). */
+static inline void split_put(const uint8_t *f, const uint8_t *blk, uint8_t *step, int i) {
+  for (size_t o = 0; *f; o += *f++) memcpy(step + 8 * o + (size_t)i * *f, blk + o, *f);
+}
+/** Row i's block back out of a split step. */
+static inline void split_get(const uint8_t *f, const uint8_t *step, int i, uint8_t *blk) {
+  for (size_t o = 0; *f; o += *f++) memcpy(blk + o, step + 8 * o + (size_t)i * *f, *f);
 }
 
 static inline xrow_t xrow_at(const mm_t *m, int64_t t) {
@@ -337,7 +338,7 @@ int k_repack(const uint8_t *w, int type, int64_t rows, int64_t cols, uint8_t *ds
     for (size_t u = 0; u < nb; u++)
       for (int i = 0; i < VNNI_ROWS; i++) {
         const uint8_t *blk = src + i * rb + u * bs;
-        if (fields) split_block(fields, d + u * VNNI_ROWS * bs, i, (uint8_t *)blk, 1);
+        if (fields) split_put(fields, blk, d + u * VNNI_ROWS * bs, i);
         else memcpy(d + (u * VNNI_ROWS + i) * bs, blk, bs);
       }
   }
@@ -354,7 +355,7 @@ static const uint8_t *unpacked_row(const uint8_t *w, int type, int64_t rows, int
   const int i = (int)(r % VNNI_ROWS);
   const uint8_t *fields = split_fields(type);
   for (size_t u = 0; u < rb / bs; u++) {
-    if (fields) split_block(fields, (uint8_t *)group + u * VNNI_ROWS * bs, i, tmp + u * bs, 0);
+    if (fields) split_get(fields, group + u * VNNI_ROWS * bs, i, tmp + u * bs);
     else memcpy(tmp + u * bs, group + (u * VNNI_ROWS + i) * bs, bs);
   }
   return tmp;

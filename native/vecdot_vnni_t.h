@@ -90,7 +90,6 @@ static inline void vt_transpose16(const __m512i *z, uint8_t (*q)[64]) {
   }
 }
 
-/** Rows r0..r0+15 of m, every block, into t[0..nu). */
 /** vt_transpose on k_repack's split layout (matmul.c, split_fields): rows r0..r0+15 are two whole
  *  groups of eight, and each step's fields of eight rows are read as vectors: the scales at once,
  *  rows 2p and 2p + 1 of Q8_0 as one register, of Q4_0 and Q5_0 as one 32-byte load spread to
@@ -125,6 +124,7 @@ static void vt_transpose_split(const mm_t *m, int64_t r0, int64_t nu, vt_block_t
   }
 }
 
+/** Rows r0..r0+15 of m, every block, into t[0..nu). */
 static void vt_transpose(const mm_t *m, size_t bs, int64_t r0, int64_t nu, vt_block_t *t) {
   if (m->packed && split_fields(m->type)) { vt_transpose_split(m, r0, nu, t); return; }
   for (int64_t u = 0; u < nu; u++) {
