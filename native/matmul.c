@@ -217,7 +217,7 @@ static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, in
     // one row at a time (vd_chunk); repacked weights (one stream for eight rows) and prompts
     // (each row reused from cache for many activation rows) take the eight-row VNNI kernels.
     // Same bits either way.
-    const int vnni = toy_has_vnni && vnni_for(type).x1;
+    const int vnni = toy_has_vnni && vnni_for(type, 0).x1;
     p->fn = vnni && (packed || T > 3) ? vnni_chunk : vd_chunk;
     p->nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
     p->mode = small ? RUN_SERIAL : T <= 3 ? RUN_RUNS : RUN_CHUNKS;
@@ -318,7 +318,7 @@ static size_t repack_block_bytes(int type, int64_t cols, int64_t rows) {
   if (type == T_BF16 && toy_has_bf16) return cols % 32 == 0 && rows >= VNNI_ROWS ? 64 : 0;
   // F32 (a file's weights only, addon.c js_repack) likewise in blocks of eight values.
   const int flt = (type == T_F32 || type == T_F16 || type == T_BF16) && cols % 8 == 0;
-  if (!toy_has_vnni || !(vnni_for(type).x1 || flt) || rows < VNNI_ROWS) return 0;
+  if (!toy_has_vnni || !(vnni_for(type, 0).x1 || flt) || rows < VNNI_ROWS) return 0;
   return flt ? (type == T_F32 ? 32 : 16) : vnni_block_bytes(type);
 #else
   (void)type; (void)cols; (void)rows;

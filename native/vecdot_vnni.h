@@ -16,7 +16,8 @@
 // per register), the eight rows' scales in one vector, and four independent accumulator chains.
 // On k_repack's split layout (matmul.c, split_fields: each field of a step's eight blocks side by
 // side) the 4- and 5-bit types go further, four rows per register (vnni_quads_n), and Q8_0 loads
-// a pair of rows and the eight scales at once; the pair kernels below stay for the file's layout.
+// a pair of rows and the eight scales at once (vnni_q8_0_split_n); the pair kernels stay for the
+// file's layout (vnni_for picks by layout).
 
 #define VNNI_ROWS 8
 
@@ -108,7 +109,7 @@ static inline void vnni_finish_offsets(__m512 (*acc)[4], const __m256 *offs, int
 }
 
 /** Rows w .. w + 7·rb of a 4- or 5-bit type (Q4_0, Q4_1, Q5_0, Q5_1; constant once inlined) on
- *  k_repack's split layout (matmul.c, split_fields), times x. Rows 0–3 and 4–7 of a step's quants
+ *  k_repack's split layout (matmul.c, split_fields; vnni_for), times x. Rows 0–3 and 4–7 of a step's quants
  *  are one 64-byte register each ("quads": row i in 128-bit lane i); its low nibbles are the rows'
  *  values 0–15 and its high nibbles values 16–31, so each quad gives two registers, multiplied by
  *  x's values 0–15 and 16–31 broadcast to every lane. Lane 4i + j of the low register is the
@@ -177,7 +178,6 @@ VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, 
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_1) times x, as vd_q4_1 computes it. */
 VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
-  if (rb < us) { vnni_quads_n(T_Q4_1, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
   // Nibbles: 128-bit lanes hold row 2p's bytes, twice, then row 2p+1's; the odd lanes shift by 4.
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -214,7 +214,6 @@ VNNI_KERNEL void vnni_signed_n(const __m512i *qu, const __m256 d, const xrow_t *
 
 /** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
 VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
-  if (rb < us) { vnni_quads_n(T_Q4_0, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
@@ -229,30 +228,33 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
 
-/** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it; on k_repack's split
- *  layout (rb < us: matmul.c, split_fields) the eight scales, then rows 2p and 2p + 1 side by side. */
+/** vnni_q8_0_n on k_repack's split layout (matmul.c, split_fields): the eight scales, then rows
+ *  2p and 2p + 1 side by side, one register. Each pair's d·dx lanes are a permute of the eight
+ *  products d·dx: the same products as vnni_signed_n's permute-then-multiply, so the same bits.
+ *  Its own loop rather than the loads below feeding vnni_signed_n: that ran 48–54 GB/s from
+ *  cache against this loop's 52–56 (one thread, 576 × 1536 and 576 × 576, interleaved runs of the two builds, 5 rounds). */
+VNNI_KERNEL void vnni_q8_0_split_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + us * u;
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 1); // wide: prefetch.h
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
+    __m512i qu[4]; // q + 128 (flipping the sign bit)
+    for (int p = 0; p < 4; p++) qu[p] = _mm512_xor_si512(_mm512_loadu_si512(b + 16 + 64 * p), _mm512_set1_epi8((char)0x80));
+    for (int r = 0; r < NR; r++) {
+      const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
+      const __m512i xq = XQ512(r, u);
+      const __m512i negk = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r].nk + 8 * u)));
+      for (int p = 0; p < 4; p++)
+        acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
+    }
+  }
+  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
+}
+
+/** Rows w, w + rb, …, w + 7·rb (Q8_0) times x, as vd_q8_0 computes it. */
 VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
-  if (rb < us) {
-    // Each pair's d·dx lanes as a permute of the eight products d·dx: the same products as
-    // vnni_signed_n's permute-then-multiply, so the same bits.
-    for (int64_t u = 0; u < nu; u++) {
-      const uint8_t *b = w + us * u;
-      vnni_step_prefetch(w, b, rb, us, nu, u, NR, 1); // wide: prefetch.h
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
-      __m512i qu[4]; // q + 128 (flipping the sign bit); rows 2p and 2p + 1 side by side
-      for (int p = 0; p < 4; p++) qu[p] = _mm512_xor_si512(_mm512_loadu_si512(b + 16 + 64 * p), _mm512_set1_epi8((char)0x80));
-      for (int r = 0; r < NR; r++) {
-        const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u]));
-        const __m512i xq = XQ512(r, u);
-        const __m512i negk = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r].nk + 8 * u)));
-        for (int p = 0; p < 4; p++)
-          acc[r][p] = _mm512_fmadd_ps(vnni_pair_scale(s, p), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
-      }
-    }
-    for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
-    return;
-  }
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
     vnni_step_prefetch(w, b, rb, us, nu, u, NR, 1); // wide: prefetch.h
@@ -276,7 +278,6 @@ static inline __mmask64 vnni_qh_pair(const uint8_t *qh, size_t rb) {
 
 /** Rows w, w + rb, …, w + 7·rb (Q5_0) times x, as vd_q5_0 computes it. */
 VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
-  if (rb < us) { vnni_quads_n(T_Q5_0, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
@@ -296,7 +297,6 @@ VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
 
 /** Rows w, w + rb, …, w + 7·rb (Q5_1) times x, as vd_q5_1 computes it. */
 VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
-  if (rb < us) { vnni_quads_n(T_Q5_1, w, rb, us, x, NR, nu, out, ostride); return; } // k_repack's split layout
   const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
@@ -451,11 +451,30 @@ VNNI_PAIR(vnni_q5_1)
 VNNI_PAIR(vnni_q4_K)
 VNNI_PAIR(vnni_q5_K)
 VNNI_PAIR(vnni_q6_K)
+VNNI_PAIR(vnni_q8_0_split)
 #undef VNNI_PAIR
+#define VNNI_QUADS(name, T) \
+  static void name##_x1(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { vnni_quads_n(T, w, rb, us, x, 1, nu, out, os); } \
+  static void name##_x4(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { vnni_quads_n(T, w, rb, us, x, 4, nu, out, os); }
+VNNI_QUADS(vnni_q4_0_split, T_Q4_0)
+VNNI_QUADS(vnni_q4_1_split, T_Q4_1)
+VNNI_QUADS(vnni_q5_0_split, T_Q5_0)
+VNNI_QUADS(vnni_q5_1_split, T_Q5_1)
+#undef VNNI_QUADS
 
 typedef struct { vnni_fn x1, x4; } vnni_pair;
 
-static vnni_pair vnni_for(int type) {
+/** The eight-row kernels of a type: on the file's layout, or (split) on k_repack's split one. */
+static vnni_pair vnni_for(int type, int split) {
+  if (split)
+    switch (type) {
+      case T_Q4_0: return (vnni_pair){ vnni_q4_0_split_x1, vnni_q4_0_split_x4 };
+      case T_Q4_1: return (vnni_pair){ vnni_q4_1_split_x1, vnni_q4_1_split_x4 };
+      case T_Q8_0: return (vnni_pair){ vnni_q8_0_split_x1, vnni_q8_0_split_x4 };
+      case T_Q5_0: return (vnni_pair){ vnni_q5_0_split_x1, vnni_q5_0_split_x4 };
+      case T_Q5_1: return (vnni_pair){ vnni_q5_1_split_x1, vnni_q5_1_split_x4 };
+      default: break;
+    }
   switch (type) {
     case T_Q4_0: return (vnni_pair){ vnni_q4_0_x1, vnni_q4_0_x4 };
     case T_Q4_1: return (vnni_pair){ vnni_q4_1_x1, vnni_q4_1_x4 };
@@ -510,7 +529,7 @@ static void vnni_signed_nk(xrow_t *x, int64_t nu, int k, int32_t *nk) {
  *  take vecdot_vnni_t.h's kernel for whole groups of 16 rows (same bits again). */
 static void vnni_chunk(void *p, int64_t blk, int ith) {
   const mm_t *m = p;
-  const vnni_pair f8 = vnni_for(m->type);
+  const vnni_pair f8 = vnni_for(m->type, m->packed && split_fields(m->type));
   const vd_pair f1 = vd_for(m->type);
   const size_t bs = vnni_block_bytes(m->type), rs = m->packed ? bs : m->rb, us = m->packed ? 8 * bs : bs;
   const int64_t nu = m->cols / 32, rows = m->rows, r1 = (blk + 1) * VD_ROWS < rows ? (blk + 1) * VD_ROWS : rows;
