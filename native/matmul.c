@@ -26,20 +26,28 @@ typedef struct {
   int packed; // w is vnni_repack's layout (eight-row groups block-interleaved)
 } mm_t;
 
-// k_repack's layout splits the blocks of the types whose eight-row kernels read fields of eight
-// rows at once (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): a step (block u of a group's eight rows, eight
-// blocks' bytes) holds each field of the eight blocks side by side, in the block's order: the
-// eight scales d, then (Q4_1, Q5_1) the eight mins, (Q5_0, Q5_1) the eight fifth-bit words, then
-// the eight rows' quants. A field at offset o of a block, s bytes long, is at 8·o + i·s in the step
-// for row i. The kernels then load the eight scales at once, and the quants of rows 0–3 (4–7) of a
-// 4-bit type, or of rows 2p and 2p + 1 of Q8_0, as one 64-byte register, where whole blocks
-// ([d0 q0][d1 q1] …) cost eight scalar loads and an insert per pair of rows (vecdot_vnni.h).
-// The K-quants keep their blocks whole.
+// k_repack's layout splits the blocks of the quantized types, whose eight-row kernels read fields
+// of eight rows at once: a step (block u of a group's eight rows, eight blocks' bytes) holds each
+// field of the eight blocks side by side, in the block's order: the eight scales d, then (Q4_1,
+// Q5_1) the eight mins, (Q5_0, Q5_1) the eight fifth-bit words, then the eight rows' quants. A
+// field at offset o of a block, s bytes long, is at 8·o + i·s in the step for row i. The kernels
+// then load the eight scales at once, and the quants of rows 0–3 (4–7) of a 4-bit type, or of
+// rows 2p and 2p + 1 of Q8_0, as one 64-byte register, where whole blocks ([d0 q0][d1 q1] …)
+// cost eight scalar loads and an insert per pair of rows (vecdot_vnni.h). The K-quants' quants
+// are fields of 16 bytes (a 64-byte register: one field of rows 0–3), and their packed scales
+// fields the kernels unpack for eight rows at once.
 
 /** The field sizes of a split type's block, in order (0-terminated); NULL for the other types. */
 static const uint8_t *split_fields(int type) {
   static const uint8_t q4_0[] = { 2, 16, 0 }, q4_1[] = { 2, 2, 16, 0 }, q5_0[] = { 2, 4, 16, 0 }, q5_1[] = { 2, 2, 4, 16, 0 }, q8_0[] = { 2, 32, 0 };
+  // K-quants: d, dmin, the three words of the packed scales, (Q5_K) qh and the quants in 16 bytes a field
+  static const uint8_t q4_K[] = { 2, 2, 4, 4, 4, 16, 16, 16, 16, 16, 16, 16, 16, 0 };
+  static const uint8_t q5_K[] = { 2, 2, 4, 4, 4, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 0 };
+  static const uint8_t q6_K[] = { 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 2, 0 }; // 8 × ql, 4 × qh, scales, d
   switch (type) {
+    case T_Q4_K: return q4_K;
+    case T_Q6_K: return q6_K;
+    case T_Q5_K: return q5_K;
     case T_Q4_0: return q4_0;
     case T_Q4_1: return q4_1;
     case T_Q5_0: return q5_0;
@@ -53,9 +61,19 @@ static const uint8_t *split_fields(int type) {
 static inline void split_put(const uint8_t *f, const uint8_t *blk, uint8_t *step, int i) {
   for (size_t o = 0; *f; o += *f++) memcpy(step + 8 * o + (size_t)i * *f, blk + o, *f);
 }
-/** Row i's block back out of a split step. */
+/** Row i's block back out of a split step. The field sizes are few: copies of a constant size
+ *  compile to single moves (the prompt kernels' transpositions gather every row this way). */
 static inline void split_get(const uint8_t *f, const uint8_t *step, int i, uint8_t *blk) {
-  for (size_t o = 0; *f; o += *f++) memcpy(blk + o, step + 8 * o + (size_t)i * *f, *f);
+  for (size_t o = 0; *f; o += *f++) {
+    const uint8_t *from = step + 8 * o + (size_t)i * *f;
+    switch (*f) {
+      case 2: memcpy(blk + o, from, 2); break;
+      case 4: memcpy(blk + o, from, 4); break;
+      case 16: memcpy(blk + o, from, 16); break;
+      case 32: memcpy(blk + o, from, 32); break;
+      default: memcpy(blk + o, from, *f);
+    }
+  }
 }
 
 static inline xrow_t xrow_at(const mm_t *m, int64_t t) {

@@ -23,7 +23,10 @@
 //   against 10.3, Q8_0 5.86 against 6.27.
 //   The BF16 kernel (vecdot_bf16.h, one 64-byte vdpbf16ps block per row and step) is the
 //   exception: into L2 it decodes 12.0 ms/step against 14.2 into L1 (1 thread), so it always
-//   prefetches into L2 (stream_prefetch_l2). TOY_STREAM_PREFETCH=l1|l2 overrides the choice for
+//   prefetches into L2 (stream_prefetch_l2). So does the split Q6_K kernel (vecdot_vnni.h,
+//   1680-byte steps read in four places at once): its product from memory (576 × 1536, one
+//   thread, medians of 3) read 16.6 GB/s into L2 against 9.3 into L1; Q4_K, Q5_K, Q4_0 and Q4_1
+//   read 4–38% faster into L1. TOY_STREAM_PREFETCH=l1|l2 overrides the choice for
 //   the other kernels, for comparing.
 //
 // stream_prefetch is always inlined, not a plain static function: GCC 12 removed every call to a
@@ -65,8 +68,7 @@ static inline __attribute__((always_inline)) void stream_prefetch(const void *p,
  *  threads about even (F16 7.38 / 7.29, Q8_0 4.79 / 4.66, Gemma 3 8.80 / 9.10, within the
  *  2-thread noise). One thread's product from memory (bench/kernelRates.ts shapes): F16 27.3
  *  against 25.9 GB/s, Q8_0 24.8 against 22.8. The BF16 kernel is the other way round (11.49
- *  against 12.71 ms without its prefetcht1) and keeps it; the unpacking-bound types keep theirs
- *  (Q6_K read 12.3 against 13.6 GB/s without). On the Intel Xeon the prefetch is what made F16
+ *  against 12.71 ms without its prefetcht1) and keeps it; the unpacking-bound types keep theirs. On the Intel Xeon the prefetch is what made F16
  *  and Q8_0 fast (above), so there they keep it. */
 static inline __attribute__((always_inline)) void stream_prefetch_wide(const void *p, size_t bytes) {
   if (!toy_stream_hw) stream_prefetch(p, bytes);

@@ -45,15 +45,19 @@ static inline __attribute__((always_inline)) void vnni_prefetch(const uint8_t *w
 
 /** The prefetch of one block step of an eight-row kernel: on the file's layout (rows rb bytes
  *  apart, rb > us) vnni_prefetch's share of a later group; on the repacked layout, in decode (one
- *  activation row), the step's us bytes of the one stream STREAM_AHEAD further on (prefetch.h).
+ *  activation row), the step's us bytes of the one stream STREAM_AHEAD further on (prefetch.h),
+ *  as `how` says: VNNI_PF_STREAM (stream_prefetch), VNNI_PF_WIDE (the Q8_0 kernels, whose stream
+ *  takes stream_prefetch_wide) or VNNI_PF_L2 (split Q6_K, stream_prefetch_l2: see there).
  *  Prompts over repacked rows reuse each block from cache for many activation rows: no hint.
- *  steps, step: the kernel's block steps and this one (blocks, or K-quant super-blocks); wide:
- *  the Q8_0 kernel, whose stream takes prefetch.h's stream_prefetch_wide. */
+ *  steps, step: the kernel's block steps and this one (blocks, or K-quant super-blocks). */
+enum { VNNI_PF_STREAM, VNNI_PF_WIDE, VNNI_PF_L2 };
 static inline __attribute__((always_inline)) void vnni_step_prefetch(const uint8_t *w, const uint8_t *at, size_t rb, size_t us,
-                                                                     int64_t steps, int64_t step, int NR, int wide) {
+                                                                     int64_t steps, int64_t step, int NR, int how) {
   if (rb > us) vnni_prefetch(w, rb, steps, step);
-  else if (NR == 1 && wide) stream_prefetch_wide(at, us);
-  else if (NR == 1) stream_prefetch(at, us);
+  else if (NR != 1) return;
+  else if (how == VNNI_PF_WIDE) stream_prefetch_wide(at, us);
+  else if (how == VNNI_PF_L2) stream_prefetch_l2(at, us);
+  else stream_prefetch(at, us);
 }
 
 /** Scales of rows 2p and 2p+1 (lanes of s), each repeated over its half of a 512-bit vector. */
@@ -121,6 +125,16 @@ static inline void vnni_finish_offsets(__m512 (*acc)[4], const __m256 *offs, int
 static const int32_t vnni_quad_idx[2][16] __attribute__((aligned(64))) = {
   { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3 }, { 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7 } };
 
+/** The eight rows' sums of quad accumulators (rows 0–3 lanes 0–3, lanes 4–7; rows 4–7 the same),
+ *  in hsum_f32_avx2's tree per row: t_j = l_j + l_{j+4}, then (t0 + t2) + (t1 + t3). */
+static inline __m256 vnni_quads_sums(const __m512 *acc) {
+  const __m512i firsts = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512 t0 = _mm512_add_ps(acc[0], acc[1]), t1 = _mm512_add_ps(acc[2], acc[3]);
+  const __m512 u0 = _mm512_add_ps(t0, _mm512_permute_ps(t0, 0x4E)), u1 = _mm512_add_ps(t1, _mm512_permute_ps(t1, 0x4E));
+  const __m512 v0 = _mm512_add_ps(u0, _mm512_permute_ps(u0, 0xB1)), v1 = _mm512_add_ps(u1, _mm512_permute_ps(u1, 0xB1));
+  return _mm512_castps512_ps256(_mm512_permutex2var_ps(v0, firsts, v1)); // rows 0..7
+}
+
 VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const int offset = type == T_Q4_1 || type == T_Q5_1, five = type == T_Q5_0 || type == T_Q5_1;
   const int qh_at = 16 + 16 * offset, qs_at = qh_at + 32 * five; // split fields: d, (m), (qh), qs
@@ -134,7 +148,7 @@ VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, 
   }
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_STREAM);
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
     const __m512i v0 = _mm512_loadu_si512(b + qs_at), v1 = _mm512_loadu_si512(b + qs_at + 64);
     __m512i q[4] = { _mm512_and_si512(v0, m4), _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4),
@@ -164,13 +178,8 @@ VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, 
       acc[r][3] = _mm512_fmadd_ps(s1, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zhi, q[3], xhi)), acc[r][3]);
     }
   }
-  // hsum_f32_avx2's tree per row: t_j = l_j + l_{j+4}, then (t0 + t2) + (t1 + t3)
-  const __m512i firsts = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
   for (int r = 0; r < NR; r++) {
-    const __m512 t0 = _mm512_add_ps(acc[r][0], acc[r][1]), t1 = _mm512_add_ps(acc[r][2], acc[r][3]);
-    const __m512 u0 = _mm512_add_ps(t0, _mm512_permute_ps(t0, 0x4E)), u1 = _mm512_add_ps(t1, _mm512_permute_ps(t1, 0x4E));
-    const __m512 v0 = _mm512_add_ps(u0, _mm512_permute_ps(u0, 0xB1)), v1 = _mm512_add_ps(u1, _mm512_permute_ps(u1, 0xB1));
-    __m256 sums = _mm512_castps512_ps256(_mm512_permutex2var_ps(v0, firsts, v1)); // rows 0..7
+    __m256 sums = vnni_quads_sums(acc[r]);
     if (offset) sums = _mm256_add_ps(sums, offs[r]);
     _mm256_storeu_ps(out + r * ostride, sums);
   }
@@ -185,7 +194,7 @@ VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_STREAM);
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
@@ -219,7 +228,7 @@ VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_STREAM);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the nibbles: q + 8
     for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
@@ -237,7 +246,7 @@ VNNI_KERNEL void vnni_q8_0_split_n(const uint8_t *w, size_t rb, size_t us, const
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 1); // wide: prefetch.h
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_WIDE);
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
     __m512i qu[4]; // q + 128 (flipping the sign bit)
     for (int p = 0; p < 4; p++) qu[p] = _mm512_xor_si512(_mm512_loadu_si512(b + 16 + 64 * p), _mm512_set1_epi8((char)0x80));
@@ -257,7 +266,7 @@ VNNI_KERNEL void vnni_q8_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 1); // wide: prefetch.h
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_WIDE);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // q + 128 (flipping the sign bit)
     for (int p = 0; p < 4; p++)
@@ -283,7 +292,7 @@ VNNI_KERNEL void vnni_q5_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_STREAM);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
     __m512i qu[4]; // the five-bit codes: q + 16
     for (int p = 0; p < 4; p++) {
@@ -303,7 +312,7 @@ VNNI_KERNEL void vnni_q5_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m256 offs[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, 0);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_STREAM);
     const __m256i dm = vnni_heads(b, rb);
     const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(dm)), m = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(dm, 16)));
     __m512i q[4];
@@ -343,7 +352,7 @@ VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, size_t us, const xrow
   __m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
   for (int64_t b = 0; b < nu / 8; b++) {
     const uint8_t *blk = w + b * us;
-    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, 0); // steps: super-blocks
+    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, VNNI_PF_STREAM); // steps: super-blocks
     int sc[8][8];
     int32_t mn[8][8]; // [sub-block][row]
     for (int i = 0; i < 8; i++)
@@ -391,8 +400,98 @@ VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, size_t us, const xrow
     for (int i = 0; i < 8; i++) out[r * ostride + i] -= e[i];
   }
 }
+
+/** vnni_q45_K_n on k_repack's split layout (matmul.c, split_fields): a step holds the eight rows'
+ *  d, dmin, the three 32-bit words of their packed 6-bit scales and mins (each word of the eight
+ *  rows side by side), (Q5_K) their fifth bits and their quants, each 16 bytes of a row's qh / qs
+ *  a field, so that 64 bytes are rows 0–3 (or 4–7) of one field: a quad register, as in
+ *  vnni_quads_n. The scales and mins of the eight rows are unpacked with vector operations (the
+ *  scalar code's masks and shifts, lane by lane). qs bytes 32j + 16h + l hold values 16h + l of
+ *  sub-blocks 2j (low nibble) and 2j + 1 (high), so the quad register of field 2j + h gives,
+ *  in lane 4i + k, the integer lane 4h + k of row i's sub-block sums: vpdpwssd adds each
+ *  sub-block's scale × maddubs pair sums, the same int32 lanes as the pair kernel, scaled,
+ *  converted and accumulated by the same operations and summed in hsum_f32_avx2's tree. */
+static const int32_t vnni_kq_rows[2][16] __attribute__((aligned(64))) = {
+  { 0, 8, 0, 0, 1, 9, 1, 1, 2, 10, 2, 2, 3, 11, 3, 3 }, { 4, 12, 4, 4, 5, 13, 5, 5, 6, 14, 6, 6, 7, 15, 7, 7 } };
+
+VNNI_KERNEL void vnni_q45_K_split_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride, int five) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
+  const __m256i k3f = _mm256_set1_epi8(0x3f), k0f = _mm256_set1_epi8(0x0f), k03 = _mm256_set1_epi8(3), kff = _mm256_set1_epi32(0xff);
+  const __m512i quad0 = _mm512_load_si512(vnni_quad_idx[0]), quad1 = _mm512_load_si512(vnni_quad_idx[1]);
+  const __m512i rows0 = _mm512_load_si512(vnni_kq_rows[0]), rows1 = _mm512_load_si512(vnni_kq_rows[1]);
+  const size_t qh_at = 128, qs_at = five ? 384 : 128; // split fields: d, dmin, 3 scale words, (2 × 16 qh), 8 × 16 qs
+  __m512 acc[4][4];
+  __m256 mins[4];
+  for (int r = 0; r < NR; r++) {
+    for (int k = 0; k < 4; k++) acc[r][k] = _mm512_setzero_ps();
+    mins[r] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nu / 8; b++) {
+    const uint8_t *blk = w + b * us;
+    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, VNNI_PF_STREAM); // steps: super-blocks
+    const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk)), dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
+    // vd_scale_min for eight rows: byte s of lane i is row i's scale (min) of sub-block s (4 + s)
+    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + 32)), w1 = _mm256_loadu_si256((const __m256i *)(blk + 64));
+    const __m256i w2 = _mm256_loadu_si256((const __m256i *)(blk + 96));
+    const __m256i sc_lo = _mm256_and_si256(w0, k3f), mn_lo = _mm256_and_si256(w1, k3f);
+    const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(w2, k0f), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(w0, 6), k03), 4));
+    const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), k0f), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(w1, 6), k03), 4));
+    // per quad, 128-bit lane i: row i's scales of sub-blocks 0–3 then 4–7 (bytes 0–7)
+    const __m512i sc = _mm512_inserti64x4(_mm512_castsi256_si512(sc_lo), sc_hi, 1);
+    const __m512i scq[2] = { _mm512_permutexvar_epi32(rows0, sc), _mm512_permutexvar_epi32(rows1, sc) };
+    __m512i sumi[4][4];
+    __m256 msum[4];
+    for (int r = 0; r < NR; r++) {
+      for (int k = 0; k < 4; k++) sumi[r][k] = _mm512_setzero_si512();
+      msum[r] = _mm256_setzero_ps();
+    }
+    __m512i hb[2][2]; // [quad][half]: qh bytes 16h..16h+15 of the quad's rows
+    if (five)
+      for (int q = 0; q < 2; q++)
+        for (int h = 0; h < 2; h++) hb[q][h] = _mm512_loadu_si512(blk + qh_at + 128 * h + 64 * q);
+    for (int j = 0; j < 4; j++) {
+      const int64_t u = 8 * b + 2 * j;
+      const __m256i mn = j < 2 ? mn_lo : mn_hi;
+      const __m256 m0 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(mn, 16 * (j & 1)), kff));
+      const __m256 m1 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(mn, 16 * (j & 1) + 8), kff));
+      for (int r = 0; r < NR; r++) {
+        const __m256 t0 = _mm256_mul_ps(m0, _mm256_set1_ps(x[r].fs[2 * u] + x[r].fs[2 * u + 1]));
+        const __m256 t1 = _mm256_mul_ps(m1, _mm256_set1_ps(x[r].fs[2 * u + 2] + x[r].fs[2 * u + 3]));
+        msum[r] = _mm256_add_ps(msum[r], _mm256_add_ps(t0, t1));
+      }
+      // 16-bit scales of sub-blocks 2j, 2j + 1: byte 2j (2j + 1) of the lane's row, high bytes 0
+      const __m512i pick0 = _mm512_set1_epi16((short)(0xff00 | (2 * j))), pick1 = _mm512_set1_epi16((short)(0xff00 | (2 * j + 1)));
+      for (int q = 0; q < 2; q++) {
+        const __m512i s0 = _mm512_shuffle_epi8(scq[q], pick0), s1 = _mm512_shuffle_epi8(scq[q], pick1);
+        for (int h = 0; h < 2; h++) {
+          const __m512i bits = _mm512_loadu_si512(blk + qs_at + 128 * (2 * j + h) + 64 * q);
+          __m512i lo = _mm512_and_si512(bits, m4), hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+          if (five) { // + 16 where bit 2j (2j + 1) of the value's qh byte is set
+            lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb[q][h], _mm512_set1_epi8((char)(1 << (2 * j)))), lo, k16);
+            hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb[q][h], _mm512_set1_epi8((char)(1 << (2 * j + 1)))), hi, k16);
+          }
+          for (int r = 0; r < NR; r++) {
+            const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u + 16 * h)));
+            const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * (u + 1) + 16 * h)));
+            sumi[r][2 * q + h] = _mm512_dpwssd_epi32(sumi[r][2 * q + h], _mm512_maddubs_epi16(lo, xlo), s0);
+            sumi[r][2 * q + h] = _mm512_dpwssd_epi32(sumi[r][2 * q + h], _mm512_maddubs_epi16(hi, xhi), s1);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < NR; r++) {
+      const __m256 s = _mm256_mul_ps(wd, _mm256_set1_ps(x[r].dx[8 * b]));
+      const __m512 s0 = _mm512_permutexvar_ps(quad0, _mm512_castps256_ps512(s)), s1 = _mm512_permutexvar_ps(quad1, _mm512_castps256_ps512(s));
+      for (int k = 0; k < 4; k++) acc[r][k] = _mm512_fmadd_ps(k < 2 ? s0 : s1, _mm512_cvtepi32_ps(sumi[r][k]), acc[r][k]);
+      mins[r] = _mm256_add_ps(mins[r], _mm256_mul_ps(dmin, msum[r]));
+    }
+  }
+  for (int r = 0; r < NR; r++) _mm256_storeu_ps(out + r * ostride, _mm256_sub_ps(vnni_quads_sums(acc[r]), mins[r]));
+}
 #define vnni_q4_K_n(w, rb, us, x, NR, nu, out, os) vnni_q45_K_n(w, rb, us, x, NR, nu, out, os, 0)
 #define vnni_q5_K_n(w, rb, us, x, NR, nu, out, os) vnni_q45_K_n(w, rb, us, x, NR, nu, out, os, 1)
+#define vnni_q4_K_split_n(w, rb, us, x, NR, nu, out, os) vnni_q45_K_split_n(w, rb, us, x, NR, nu, out, os, 0)
+#define vnni_q5_K_split_n(w, rb, us, x, NR, nu, out, os) vnni_q45_K_split_n(w, rb, us, x, NR, nu, out, os, 1)
 
 /** Rows w, w + rb, …, w + 7·rb (Q6_K) times x, as vd_q6_K_n computes it. */
 VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
@@ -400,7 +499,7 @@ VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
   for (int64_t b = 0; b < nu / 8; b++) {
     const uint8_t *blk = w + b * us;
-    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, 0); // steps: super-blocks
+    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, VNNI_PF_STREAM); // steps: super-blocks
     const __m256 wd = vnni_halves(blk + 208, rb);
     __m512i sumi[4][4];
     for (int r = 0; r < NR; r++)
@@ -437,6 +536,65 @@ VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_
   }
   for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
+
+/** vnni_q6_K_n on k_repack's split layout (matmul.c, split_fields): each 16 bytes of a row's ql
+ *  and qh a field (so 64 bytes are rows 0–3 or 4–7 of one field: a quad register), the eight rows'
+ *  16 int8 scales side by side (64 bytes: rows 0–3, one per 128-bit lane), then the eight d. ql
+ *  field f = 4h + 2a + e (values 16e.. of ql[64h + 32a + l]) with qh field 2h + e gives groups a
+ *  (low nibbles, qh bits 2a, 2a + 1) and 2 + a (high nibbles) of half h: 16 values of one
+ *  sub-block per row, so each code register takes one scale vector (row i's scale over 128-bit
+ *  lane i: a byte shuffle into the high bytes and an arithmetic shift), and its lane 4i + k is
+ *  integer lane 4e + k of row i, as in vnni_quads_n: the pair kernel's int32 lanes, then its float
+ *  operations in its order and hsum_f32_avx2's tree. */
+VNNI_KERNEL void vnni_q6_K_split_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), k32 = _mm512_set1_epi8(32);
+  const __m512i quad0 = _mm512_load_si512(vnni_quad_idx[0]), quad1 = _mm512_load_si512(vnni_quad_idx[1]);
+  const size_t qh_at = 1024, sc_at = 1536, d_at = 1664; // split fields: 8 × 16 ql, 4 × 16 qh, 16 scales, d
+  __m512 acc[4][4];
+  for (int r = 0; r < NR; r++)
+    for (int k = 0; k < 4; k++) acc[r][k] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nu / 8; b++) {
+    const uint8_t *blk = w + b * us;
+    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, VNNI_PF_L2); // steps: super-blocks; into L2 (prefetch.h)
+    const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + d_at)));
+    const __m512i scq[2] = { _mm512_loadu_si512(blk + sc_at), _mm512_loadu_si512(blk + sc_at + 64) };
+    __m512i sumi[4][4];
+    for (int r = 0; r < NR; r++)
+      for (int k = 0; k < 4; k++) sumi[r][k] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++)
+      for (int a = 0; a < 2; a++)
+        for (int e = 0; e < 2; e++) {
+          const int64_t ulo = 8 * b + 4 * h + a, uhi = ulo + 2;    // x blocks of groups a, 2 + a
+          const int sblo = 8 * h + 2 * a + e, sbhi = sblo + 4;      // their sub-blocks
+          const __m512i picklo = _mm512_set1_epi16((short)(sblo << 8 | 0x80)), pickhi = _mm512_set1_epi16((short)(sbhi << 8 | 0x80));
+          __m512i xlo[4], xhi[4], ylo[4], yhi[4]; // x's 16 values, maddubs(32, x)
+          for (int r = 0; r < NR; r++) {
+            xlo[r] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * ulo + 16 * e)));
+            xhi[r] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * uhi + 16 * e)));
+            ylo[r] = _mm512_maddubs_epi16(k32, xlo[r]);
+            yhi[r] = _mm512_maddubs_epi16(k32, xhi[r]);
+          }
+          for (int q = 0; q < 2; q++) {
+            const __m512i ql = _mm512_loadu_si512(blk + 128 * (4 * h + 2 * a + e) + 64 * q);
+            const __m512i qh = _mm512_loadu_si512(blk + qh_at + 128 * (2 * h + e) + 64 * q);
+            // codes 0..63: the nibble, and qh's bits 2a, 2a + 1 (4 + 2a, 5 + 2a) as bits 4, 5
+            const __m512i lo = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(a ? _mm512_slli_epi16(qh, 2) : _mm512_slli_epi16(qh, 4), m30));
+            const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(a ? _mm512_srli_epi16(qh, 2) : qh, m30));
+            const __m512i slo = _mm512_srai_epi16(_mm512_shuffle_epi8(scq[q], picklo), 8), shi = _mm512_srai_epi16(_mm512_shuffle_epi8(scq[q], pickhi), 8);
+            for (int r = 0; r < NR; r++) {
+              sumi[r][2 * q + e] = _mm512_dpwssd_epi32(sumi[r][2 * q + e], _mm512_sub_epi16(_mm512_maddubs_epi16(lo, xlo[r]), ylo[r]), slo);
+              sumi[r][2 * q + e] = _mm512_dpwssd_epi32(sumi[r][2 * q + e], _mm512_sub_epi16(_mm512_maddubs_epi16(hi, xhi[r]), yhi[r]), shi);
+            }
+          }
+        }
+    for (int r = 0; r < NR; r++) {
+      const __m256 s = _mm256_mul_ps(wd, _mm256_set1_ps(x[r].dx[8 * b]));
+      const __m512 s0 = _mm512_permutexvar_ps(quad0, _mm512_castps256_ps512(s)), s1 = _mm512_permutexvar_ps(quad1, _mm512_castps256_ps512(s));
+      for (int k = 0; k < 4; k++) acc[r][k] = _mm512_fmadd_ps(k < 2 ? s0 : s1, _mm512_cvtepi32_ps(sumi[r][k]), acc[r][k]);
+    }
+  }
+  for (int r = 0; r < NR; r++) _mm256_storeu_ps(out + r * ostride, vnni_quads_sums(acc[r]));
+}
 #undef XQ512
 
 typedef void (*vnni_fn)(const uint8_t *, size_t, size_t, const xrow_t *, int64_t, float *, int64_t);
@@ -452,6 +610,9 @@ VNNI_PAIR(vnni_q4_K)
 VNNI_PAIR(vnni_q5_K)
 VNNI_PAIR(vnni_q6_K)
 VNNI_PAIR(vnni_q8_0_split)
+VNNI_PAIR(vnni_q4_K_split)
+VNNI_PAIR(vnni_q5_K_split)
+VNNI_PAIR(vnni_q6_K_split)
 #undef VNNI_PAIR
 #define VNNI_QUADS(name, T) \
   static void name##_x1(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { vnni_quads_n(T, w, rb, us, x, 1, nu, out, os); } \
@@ -473,6 +634,9 @@ static vnni_pair vnni_for(int type, int split) {
       case T_Q8_0: return (vnni_pair){ vnni_q8_0_split_x1, vnni_q8_0_split_x4 };
       case T_Q5_0: return (vnni_pair){ vnni_q5_0_split_x1, vnni_q5_0_split_x4 };
       case T_Q5_1: return (vnni_pair){ vnni_q5_1_split_x1, vnni_q5_1_split_x4 };
+      case T_Q4_K: return (vnni_pair){ vnni_q4_K_split_x1, vnni_q4_K_split_x4 };
+      case T_Q5_K: return (vnni_pair){ vnni_q5_K_split_x1, vnni_q5_K_split_x4 };
+      case T_Q6_K: return (vnni_pair){ vnni_q6_K_split_x1, vnni_q6_K_split_x4 };
       default: break;
     }
   switch (type) {

@@ -24,10 +24,14 @@ typedef struct { uint8_t q[8][64]; float d[16]; } vt_block_t;
 /** Whether vt_chunk_rows runs this type (the signed types of vnni_signed_n). */
 static inline int vt_supported(int type) { return type == T_Q4_0 || type == T_Q5_0 || type == T_Q8_0; }
 
-/** Block u of weight row r, in the file's layout or k_repack's (whole groups of eight rows). */
-static inline const uint8_t *vt_block(const mm_t *m, size_t bs, int64_t r, int64_t u) {
-  if (m->packed && (r / VNNI_ROWS + 1) * VNNI_ROWS <= m->rows) return m->w + (r / VNNI_ROWS) * VNNI_ROWS * m->rb + (u * VNNI_ROWS + r % VNNI_ROWS) * bs;
-  return m->w + r * m->rb + u * bs;
+/** Block u of weight row r, in the file's layout or k_repack's (whole groups of eight rows; a
+ *  split step's block is gathered into tmp, bs bytes). */
+static inline const uint8_t *vt_block(const mm_t *m, size_t bs, int64_t r, int64_t u, uint8_t *tmp) {
+  if (!m->packed || (r / VNNI_ROWS + 1) * VNNI_ROWS > m->rows) return m->w + r * m->rb + u * bs;
+  const uint8_t *step = m->w + (r / VNNI_ROWS) * VNNI_ROWS * m->rb + u * VNNI_ROWS * bs, *fields = split_fields(m->type);
+  if (!fields) return step + (r % VNNI_ROWS) * bs;
+  split_get(fields, step, (int)(r % VNNI_ROWS), tmp);
+  return tmp;
 }
 
 /** A block's 32 unsigned codes (q + k: the values vnni_q*_0_n feed vpdpbusd) and its scale. */
@@ -130,8 +134,8 @@ static void vt_transpose(const mm_t *m, size_t bs, int64_t r0, int64_t nu, vt_bl
   for (int64_t u = 0; u < nu; u++) {
     __m512i z[8];
     for (int p = 0; p < 8; p++) {
-      const __m256i lo = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p, u), &t[u].d[2 * p]);
-      const __m256i hi = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p + 1, u), &t[u].d[2 * p + 1]);
+      const __m256i lo = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p, u, NULL), &t[u].d[2 * p]); // not split: vt_transpose_split
+      const __m256i hi = vt_codes(m->type, vt_block(m, bs, r0 + 2 * p + 1, u, NULL), &t[u].d[2 * p + 1]);
       z[p] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
     vt_transpose16(z, t[u].q);
@@ -216,7 +220,8 @@ static void vt6_transpose(const mm_t *m, int64_t r0, int64_t nb, vt6_block_t *t)
   for (int64_t b = 0; b < nb; b++) {
     __m256i codes[16][8];
     for (int i = 0; i < VT_ROWS; i++) {
-      const uint8_t *blk = vt_block(m, 210, r0 + i, b);
+      uint8_t tmp[210];
+      const uint8_t *blk = vt_block(m, 210, r0 + i, b, tmp);
       vt6_codes(blk, codes[i]);
       uint16_t h;
       memcpy(&h, blk + 208, 2);
@@ -312,7 +317,8 @@ static void vt45_transpose(const mm_t *m, int64_t r0, int64_t nb, vt45_block_t *
   for (int64_t b = 0; b < nb; b++) {
     __m256i codes[16][8];
     for (int i = 0; i < VT_ROWS; i++) {
-      const uint8_t *blk = vt_block(m, bs, r0 + i, b);
+      uint8_t tmp[176];
+      const uint8_t *blk = vt_block(m, bs, r0 + i, b, tmp);
       uint16_t h[2];
       memcpy(h, blk, 4);
       t[b].d[i] = _cvtsh_ss(h[0]);
