@@ -25,9 +25,10 @@
 //   exception: into L2 it decodes 12.0 ms/step against 14.2 into L1 (1 thread), so it always
 //   prefetches into L2 (stream_prefetch_l2). So does the split Q6_K kernel (vecdot_vnni.h,
 //   1680-byte steps read in four places at once): its product from memory (576 × 1536, one
-//   thread, medians of 3) read 16.6 GB/s into L2 against 9.3 into L1; Q4_K, Q5_K, Q4_0 and Q4_1
-//   read 4–38% faster into L1. TOY_STREAM_PREFETCH=l1|l2 overrides the choice for
-//   the other kernels, for comparing.
+//   thread, medians of 3) read 16.6 GB/s into L2 against 9.3 into L1 (the other split kernels
+//   read 4–38% faster into L1 than into L2, and faster still with no hint on AMD:
+//   stream_prefetch_wide). TOY_STREAM_PREFETCH=l1|l2 overrides the choice for the other
+//   kernels, for comparing.
 //
 // stream_prefetch is always inlined, not a plain static function: GCC 12 removed every call to a
 // helper whose only effect is a prefetch and which it did not inline early (vnni_prefetch's
@@ -59,7 +60,8 @@ static inline __attribute__((always_inline)) void stream_prefetch(const void *p,
 }
 
 /** stream_prefetch for the F16 and Q8_0 decode kernels (vecdot_float.h's kernel: also BF16 on CPUs
- *  without AVX512-BF16, not measured), which spend the fewest instructions per
+ *  without AVX512-BF16, not measured) and the split 4- and 5-bit and Q4_K/Q5_K kernels
+ *  (vecdot_vnni.h), which spend the fewest instructions per
  *  byte of the prefetching kernels and wait on memory the most: nothing where toy_stream_hw says so
  *  (AMD; TOY_WIDE_PREFETCH=hw|sw overrides it), the hardware prefetcher alone following the
  *  stream. AMD EPYC (Zen 4), SmolLM2 decode at depth 0, ms per step, medians of 7 interleaved
@@ -68,7 +70,13 @@ static inline __attribute__((always_inline)) void stream_prefetch(const void *p,
  *  threads about even (F16 7.38 / 7.29, Q8_0 4.79 / 4.66, Gemma 3 8.80 / 9.10, within the
  *  2-thread noise). One thread's product from memory (bench/kernelRates.ts shapes): F16 27.3
  *  against 25.9 GB/s, Q8_0 24.8 against 22.8. The BF16 kernel is the other way round (11.49
- *  against 12.71 ms without its prefetcht1) and keeps it; the unpacking-bound types keep theirs. On the Intel Xeon the prefetch is what made F16
+ *  against 12.71 ms without its prefetcht1) and keeps it. The split kernels (2026-12-07, one
+ *  thread, 576 × 1536 from memory, medians of 3–5 interleaved processes), hardware alone against
+ *  prefetcht0 4 KB ahead: Q4_0 28.5 against 25.7 GB/s, Q4_1 31.3 / 28.8, Q5_0 25.0 / 24.1, Q5_1
+ *  28.4 / 27.6, Q4_K 29.1 / 26.4, Q5_K 27.6 / 23.2 (2 or 8 KB ahead: no better); SmolLM2 decode,
+ *  one thread, 8 rounds in alternating order: Q4_1 0.94× the step, Q4_0 0.97×, Q4_K_M and Gemma 3
+ *  1.00× (two threads, Q4_0: 1.00×). Split Q6_K, whose step is read in four places at once, fell
+ *  to 6.6 GB/s with the hardware alone: it takes stream_prefetch_l2. On the Intel Xeon the prefetch is what made F16
  *  and Q8_0 fast (above), so there they keep it. */
 static inline __attribute__((always_inline)) void stream_prefetch_wide(const void *p, size_t bytes) {
   if (!toy_stream_hw) stream_prefetch(p, bytes);

@@ -46,8 +46,9 @@ static inline __attribute__((always_inline)) void vnni_prefetch(const uint8_t *w
 /** The prefetch of one block step of an eight-row kernel: on the file's layout (rows rb bytes
  *  apart, rb > us) vnni_prefetch's share of a later group; on the repacked layout, in decode (one
  *  activation row), the step's us bytes of the one stream STREAM_AHEAD further on (prefetch.h),
- *  as `how` says: VNNI_PF_STREAM (stream_prefetch), VNNI_PF_WIDE (the Q8_0 kernels, whose stream
- *  takes stream_prefetch_wide) or VNNI_PF_L2 (split Q6_K, stream_prefetch_l2: see there).
+ *  as `how` says: VNNI_PF_STREAM (stream_prefetch: the pair kernels), VNNI_PF_WIDE
+ *  (stream_prefetch_wide: the split kernels but Q6_K's, and the Q8_0 pair kernel) or VNNI_PF_L2
+ *  (split Q6_K, stream_prefetch_l2). prefetch.h gives the measurements behind each choice.
  *  Prompts over repacked rows reuse each block from cache for many activation rows: no hint.
  *  steps, step: the kernel's block steps and this one (blocks, or K-quant super-blocks). */
 enum { VNNI_PF_STREAM, VNNI_PF_WIDE, VNNI_PF_L2 };
@@ -148,7 +149,7 @@ VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, 
   }
   for (int64_t u = 0; u < nu; u++) {
     const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_STREAM);
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_WIDE);
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
     const __m512i v0 = _mm512_loadu_si512(b + qs_at), v1 = _mm512_loadu_si512(b + qs_at + 64);
     __m512i q[4] = { _mm512_and_si512(v0, m4), _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4),
@@ -428,7 +429,7 @@ VNNI_KERNEL void vnni_q45_K_split_n(const uint8_t *w, size_t rb, size_t us, cons
   }
   for (int64_t b = 0; b < nu / 8; b++) {
     const uint8_t *blk = w + b * us;
-    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, VNNI_PF_STREAM); // steps: super-blocks
+    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, VNNI_PF_WIDE); // steps: super-blocks
     const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk)), dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
     // vd_scale_min for eight rows: byte s of lane i is row i's scale (min) of sub-block s (4 + s)
     const __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + 32)), w1 = _mm256_loadu_si256((const __m256i *)(blk + 64));
