@@ -16,8 +16,9 @@
 // per register), the eight rows' scales in one vector, and four independent accumulator chains.
 // On k_repack's split layout (matmul.c, split_fields: each field of a step's eight blocks side by
 // side) the 4- and 5-bit types go further, four rows per register (vnni_quads_n), and Q8_0 loads
-// a pair of rows and the eight scales at once (vnni_q8_0_split_n); the pair kernels stay for the
-// file's layout (vnni_for picks by layout).
+// a pair of rows and the eight scales at once (vnni_q8_0_split_n); so do the K-quants, four rows
+// per register with the eight rows' scales unpacked at once (vnni_q45_K_split_n,
+// vnni_q6_K_split_n). The pair kernels stay for the file's layout (vnni_for picks by layout).
 
 #define VNNI_ROWS 8
 
