@@ -137,11 +137,15 @@ static inline __m256 vnni_quads_sums(const __m512 *acc) {
   return _mm512_castps512_ps256(_mm512_permutex2var_ps(v0, firsts, v1)); // rows 0..7
 }
 
+/** Rows 0–3 (q = 0) or 4–7 (q = 1) of eight per-row values s, each over its 128-bit lane. */
+static inline __m512 vnni_quad_scale(__m256 s, int q) {
+  return _mm512_permutexvar_ps(_mm512_load_si512(vnni_quad_idx[q]), _mm512_castps256_ps512(s));
+}
+
 VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const int offset = type == T_Q4_1 || type == T_Q5_1, five = type == T_Q5_0 || type == T_Q5_1;
   const int qh_at = 16 + 16 * offset, qs_at = qh_at + 32 * five; // split fields: d, (m), (qh), qs
   const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
-  const __m512i quad0 = _mm512_load_si512(vnni_quad_idx[0]), quad1 = _mm512_load_si512(vnni_quad_idx[1]);
   __m512 acc[4][4]; // [r]: rows 0–3 low, high; rows 4–7 low, high
   __m256 offs[4];
   for (int r = 0; r < NR; r++) {
@@ -165,7 +169,7 @@ VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, 
     const __m256 m = offset ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16))) : _mm256_setzero_ps();
     for (int r = 0; r < NR; r++) {
       const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u])); // d·dx per row, as vnni_signed_n and vnni_offset_block
-      const __m512 s0 = _mm512_permutexvar_ps(quad0, _mm512_castps256_ps512(s)), s1 = _mm512_permutexvar_ps(quad1, _mm512_castps256_ps512(s));
+      const __m512 s0 = vnni_quad_scale(s, 0), s1 = vnni_quad_scale(s, 1);
       const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u)));
       const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u + 16)));
       __m512i zlo = _mm512_setzero_si512(), zhi = zlo;
@@ -347,6 +351,16 @@ static inline __m256 vnni_halves(const uint8_t *b, size_t rb) {
   return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)v));
 }
 
+/** msum[r] += the eight rows' mins of two sub-blocks (m0, m1) times the sums of x[r]'s blocks u
+ *  and u + 1, lane by lane as vd_q45_K_n adds them. */
+static inline void vnni_kq_mins(__m256 m0, __m256 m1, const xrow_t *x, int NR, int64_t u, __m256 *msum) {
+  for (int r = 0; r < NR; r++) {
+    const __m256 t0 = _mm256_mul_ps(m0, _mm256_set1_ps(x[r].fs[2 * u] + x[r].fs[2 * u + 1]));
+    const __m256 t1 = _mm256_mul_ps(m1, _mm256_set1_ps(x[r].fs[2 * u + 2] + x[r].fs[2 * u + 3]));
+    msum[r] = _mm256_add_ps(msum[r], _mm256_add_ps(t0, t1));
+  }
+}
+
 /** Rows w, w + rb, …, w + 7·rb (Q4_K, or Q5_K with five) times x, as vd_q45_K_n computes it. */
 VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride, int five) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
@@ -369,11 +383,7 @@ VNNI_KERNEL void vnni_q45_K_n(const uint8_t *w, size_t rb, size_t us, const xrow
       const int64_t u = 8 * b + 2 * j;
       const __m256 m0 = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)mn[2 * j]));
       const __m256 m1 = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)mn[2 * j + 1]));
-      for (int r = 0; r < NR; r++) {
-        const __m256 t0 = _mm256_mul_ps(m0, _mm256_set1_ps(x[r].fs[2 * u] + x[r].fs[2 * u + 1]));
-        const __m256 t1 = _mm256_mul_ps(m1, _mm256_set1_ps(x[r].fs[2 * u + 2] + x[r].fs[2 * u + 3]));
-        msum[r] = _mm256_add_ps(msum[r], _mm256_add_ps(t0, t1));
-      }
+      vnni_kq_mins(m0, m1, x, NR, u, msum);
       for (int p = 0; p < 4; p++) {
         const __m512i bits = vnni_two_x32(qs + 2 * p * rb + 32 * j, rb);
         __m512i lo = _mm512_and_si512(bits, m4), hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
@@ -419,7 +429,6 @@ static const int32_t vnni_kq_rows[2][16] __attribute__((aligned(64))) = {
 VNNI_KERNEL void vnni_q45_K_split_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride, int five) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), k16 = _mm512_set1_epi8(16);
   const __m256i k3f = _mm256_set1_epi8(0x3f), k0f = _mm256_set1_epi8(0x0f), k03 = _mm256_set1_epi8(3), kff = _mm256_set1_epi32(0xff);
-  const __m512i quad0 = _mm512_load_si512(vnni_quad_idx[0]), quad1 = _mm512_load_si512(vnni_quad_idx[1]);
   const __m512i rows0 = _mm512_load_si512(vnni_kq_rows[0]), rows1 = _mm512_load_si512(vnni_kq_rows[1]);
   const size_t qh_at = 128, qs_at = five ? 384 : 128; // split fields: d, dmin, 3 scale words, (2 × 16 qh), 8 × 16 qs
   __m512 acc[4][4];
@@ -456,11 +465,7 @@ VNNI_KERNEL void vnni_q45_K_split_n(const uint8_t *w, size_t rb, size_t us, cons
       const __m256i mn = j < 2 ? mn_lo : mn_hi;
       const __m256 m0 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(mn, 16 * (j & 1)), kff));
       const __m256 m1 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(mn, 16 * (j & 1) + 8), kff));
-      for (int r = 0; r < NR; r++) {
-        const __m256 t0 = _mm256_mul_ps(m0, _mm256_set1_ps(x[r].fs[2 * u] + x[r].fs[2 * u + 1]));
-        const __m256 t1 = _mm256_mul_ps(m1, _mm256_set1_ps(x[r].fs[2 * u + 2] + x[r].fs[2 * u + 3]));
-        msum[r] = _mm256_add_ps(msum[r], _mm256_add_ps(t0, t1));
-      }
+      vnni_kq_mins(m0, m1, x, NR, u, msum);
       // 16-bit scales of sub-blocks 2j, 2j + 1: byte 2j (2j + 1) of the lane's row, high bytes 0
       const __m512i pick0 = _mm512_set1_epi16((short)(0xff00 | (2 * j))), pick1 = _mm512_set1_epi16((short)(0xff00 | (2 * j + 1)));
       for (int q = 0; q < 2; q++) {
@@ -483,7 +488,7 @@ VNNI_KERNEL void vnni_q45_K_split_n(const uint8_t *w, size_t rb, size_t us, cons
     }
     for (int r = 0; r < NR; r++) {
       const __m256 s = _mm256_mul_ps(wd, _mm256_set1_ps(x[r].dx[8 * b]));
-      const __m512 s0 = _mm512_permutexvar_ps(quad0, _mm512_castps256_ps512(s)), s1 = _mm512_permutexvar_ps(quad1, _mm512_castps256_ps512(s));
+      const __m512 s0 = vnni_quad_scale(s, 0), s1 = vnni_quad_scale(s, 1);
       for (int k = 0; k < 4; k++) acc[r][k] = _mm512_fmadd_ps(k < 2 ? s0 : s1, _mm512_cvtepi32_ps(sumi[r][k]), acc[r][k]);
       mins[r] = _mm256_add_ps(mins[r], _mm256_mul_ps(dmin, msum[r]));
     }
@@ -550,7 +555,6 @@ VNNI_KERNEL void vnni_q6_K_n(const uint8_t *w, size_t rb, size_t us, const xrow_
  *  operations in its order and hsum_f32_avx2's tree. */
 VNNI_KERNEL void vnni_q6_K_split_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), k32 = _mm512_set1_epi8(32);
-  const __m512i quad0 = _mm512_load_si512(vnni_quad_idx[0]), quad1 = _mm512_load_si512(vnni_quad_idx[1]);
   const size_t qh_at = 1024, sc_at = 1536, d_at = 1664; // split fields: 8 × 16 ql, 4 × 16 qh, 16 scales, d
   __m512 acc[4][4];
   for (int r = 0; r < NR; r++)
@@ -591,7 +595,7 @@ VNNI_KERNEL void vnni_q6_K_split_n(const uint8_t *w, size_t rb, size_t us, const
         }
     for (int r = 0; r < NR; r++) {
       const __m256 s = _mm256_mul_ps(wd, _mm256_set1_ps(x[r].dx[8 * b]));
-      const __m512 s0 = _mm512_permutexvar_ps(quad0, _mm512_castps256_ps512(s)), s1 = _mm512_permutexvar_ps(quad1, _mm512_castps256_ps512(s));
+      const __m512 s0 = vnni_quad_scale(s, 0), s1 = vnni_quad_scale(s, 1);
       for (int k = 0; k < 4; k++) acc[r][k] = _mm512_fmadd_ps(k < 2 ? s0 : s1, _mm512_cvtepi32_ps(sumi[r][k]), acc[r][k]);
     }
   }
