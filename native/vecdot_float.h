@@ -61,7 +61,7 @@ static inline __attribute__((always_inline)) __m512 VF(load16)(int type, const u
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/** VF(kernel) for one group of eight repacked rows × NR (1 or 4) activation rows, two weight rows per
+/** VF(kernel) for one group of eight repacked rows × NR (1, 4 or 6) activation rows, two weight rows per
  *  512-bit register: on the repacked layout the eight values of rows 2p and 2p + 1 at columns
  *  8k.. lie side by side, so one load holds both, and each 256-bit half runs VF(kernel)'s 8-lane
  *  chain for its row (the activation's eight values broadcast to both halves). The same bits,
@@ -71,7 +71,7 @@ static inline __attribute__((always_inline)) __m512 VF(load16)(int type, const u
  *  a value it asks for lines fast enough for the hardware prefetcher). */
 static inline __attribute__((always_inline)) void VF(kernel_pairs)(int type, const uint8_t *w, size_t bs, const float *const *x,
                                                                    int NR, int64_t cols, float *out, int64_t ostride) {
-  __m512 acc[4][4];
+  __m512 acc[4][6]; // six activation rows: 24 accumulators, 4 weight registers and x's of AVX-512's 32
   for (int p = 0; p < 4; p++)
     for (int r = 0; r < NR; r++) acc[p][r] = _mm512_setzero_ps();
   const uint8_t *wc = w;
@@ -90,7 +90,8 @@ static inline __attribute__((always_inline)) void VF(kernel_pairs)(int type, con
     }
 }
 #define VF_PAIRS_TYPED(T, tag) \
-  static void VF(tag##_pairs4)(const uint8_t *w, size_t bs, const float *const *x, int64_t cols, float *out, int64_t os) { VF(kernel_pairs)(T, w, bs, x, 4, cols, out, os); }
+  static void VF(tag##_pairs4)(const uint8_t *w, size_t bs, const float *const *x, int64_t cols, float *out, int64_t os) { VF(kernel_pairs)(T, w, bs, x, 4, cols, out, os); } \
+  static void VF(tag##_pairs6)(const uint8_t *w, size_t bs, const float *const *x, int64_t cols, float *out, int64_t os) { VF(kernel_pairs)(T, w, bs, x, 6, cols, out, os); }
 VF_PAIRS_TYPED(T_F32, f32)
 VF_PAIRS_TYPED(T_F16, f16)
 VF_PAIRS_TYPED(T_BF16, bf16)
@@ -111,8 +112,8 @@ VF_TYPED(T_BF16, bf16)
 
 typedef void (*vf_fn)(const uint8_t *, size_t, size_t, const float *const *, int64_t, float *, int64_t);
 
-/** The rows of one chunk (VD_ROWS) times every activation row: VF_NW weight rows at a time, four
- *  activation rows at a time while four remain. Decode (T ≤ 3) on the file's layout takes one
+/** The rows of one chunk (VD_ROWS) times every activation row: VF_NW weight rows at a time (a
+ *  repacked group of eight with AVX-512), six or four activation rows at a time while they remain. Decode (T ≤ 3) on the file's layout takes one
  *  weight row at a time: one memory stream, which the hardware prefetcher follows (rows read
  *  side by side ran at half the bandwidth from memory on Zen 4); on the repacked layout
  *  (m->packed, k_repack) eight rows at a time, still one stream. */
@@ -140,6 +141,18 @@ static void VF(chunk)(void *p, int64_t blk, int ith) {
 #define RS(r) (r < packed_rows ? bs : m->rb)
 #define US(r) (r < packed_rows ? 8 * bs : bs)
   int64_t t = 0;
+#ifdef VF_PAIRS
+  // Six activation rows per pass over a group's weights where the group is repacked: each weight
+  // vector loaded (from L2: a chunk's rows outgrow L1) serves six rows instead of four.
+  void (*pairs6)(const uint8_t *, size_t, const float *const *, int64_t, float *, int64_t) =
+    m->type == T_F32 ? VF(f32_pairs6) : m->type == T_F16 ? VF(f16_pairs6) : VF(bf16_pairs6);
+  if (r1 <= packed_rows)
+    for (; t + 6 <= m->T; t += 6) {
+      const float *xs[6];
+      for (int k = 0; k < 6; k++) xs[k] = m->x + (t + k) * cols;
+      for (int64_t r = r0; r < r1; r += 8) pairs6(ROW(r), bs, xs, cols, m->out + t * rows + r, rows);
+    }
+#endif
   for (; t + 4 <= m->T; t += 4) {
     const float *xs[4] = { m->x + t * cols, m->x + (t + 1) * cols, m->x + (t + 2) * cols, m->x + (t + 3) * cols };
     float *out = m->out + t * rows;
