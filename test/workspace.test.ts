@@ -30,6 +30,19 @@ test("a workspace reuses a run's arrays in the next run, zero-filled, but never 
   assert.ok(b.y === seen[2]);
 });
 
+test("an output tensor reuses an array as it was left (its kernel writes every value); outside a run it is new", () => {
+  const ws = new Workspace();
+  const x = Tensor.zeros([2, 3]);
+  const a = ws.run(() => forward(1), (r) => r.y.data);
+  ws.run(() => {
+    const h = x.output([2, 3]).data;
+    assert.ok(h === a.h, "the previous run's array");
+    assert.deepEqual([...h], new Array(6).fill(1), "not zero-filled");
+    return { y: Tensor.zeros([2, 3]) };
+  }, (r) => r.y.data);
+  assert.deepEqual([...x.output([2, 3]).data], new Array(6).fill(0), "outside a run: a new array");
+});
+
 test("outside a run, and after a run that threw, Tensor.zeros gives fresh arrays", () => {
   const ws = new Workspace();
   const a = ws.run(() => forward(1), (r) => r.y.data);

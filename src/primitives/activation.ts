@@ -5,21 +5,21 @@ import type { Tensor } from "../tensor/tensor.js";
 
 /** SwiGLU: silu(gate) ⊙ up */
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
-  const y = gate.like();
+  const y = gate.output();
   kernelsFor(gate.device).swiglu(gate.data, up.data, y.data);
   return y;
 }
 
 /** GeGLU: gelu(gate) ⊙ up */
 export function geglu(gate: Tensor, up: Tensor): Tensor {
-  const y = gate.like();
+  const y = gate.output();
   kernelsFor(gate.device).geglu(gate.data, up.data, y.data);
   return y;
 }
 
 /** GELU (tanh approximation) */
 export function gelu(x: Tensor): Tensor {
-  const y = x.like();
+  const y = x.output();
   kernelsFor(x.device).gelu(x.data, y.data);
   return y;
 }

@@ -5,7 +5,7 @@ import type { Tensor } from "../tensor/tensor.js";
 
 /** a + b (same shape) */
 export function add(a: Tensor, b: Tensor): Tensor {
-  const y = a.like();
+  const y = a.output();
   kernelsFor(a.device).add(a.data, b.data, y.data);
   return y;
 }

@@ -8,7 +8,7 @@ import type { Weight } from "../tensor/weight.js";
 export function matmul(x: Tensor, w: Weight, bias?: Float32Array): Tensor {
   if (x.cols !== w.cols) throw new RangeError(`matmul: x has ${x.cols} columns, ${w.name} expects ${w.cols}`);
   const k = kernelsFor(x.device);
-  const y = x.like([x.rows, w.rows]);
+  const y = x.output([x.rows, w.rows]); // every kernel writes all of y
   k.matmul(x.data, w, x.rows, y.data);
   if (bias) for (let t = 0; t < x.rows; t++) k.add(y.data.subarray(t * w.rows, (t + 1) * w.rows), bias, y.data.subarray(t * w.rows, (t + 1) * w.rows));
   return y;
@@ -20,7 +20,7 @@ export function matmulMany(x: Tensor, ws: readonly Weight[], biases?: readonly (
   const k = kernelsFor(x.device);
   if (!k.matmulMany || ws.length < 2) return ws.map((w, i) => matmul(x, w, biases?.[i]));
   for (const w of ws) if (x.cols !== w.cols) throw new RangeError(`matmul: x has ${x.cols} columns, ${w.name} expects ${w.cols}`);
-  const ys = ws.map((w) => x.like([x.rows, w.rows]));
+  const ys = ws.map((w) => x.output([x.rows, w.rows]));
   if (!k.matmulMany(x.data, ws, x.rows, ys.map((y) => y.data))) ws.forEach((w, i) => k.matmul(x.data, w, x.rows, ys[i].data));
   ws.forEach((w, i) => {
     const bias = biases?.[i], y = ys[i].data;

@@ -5,7 +5,7 @@ import type { Tensor } from "../tensor/tensor.js";
 
 /** rmsNorm(x) = x / √(mean(x²) + ε) ⊙ g */
 export function rmsNorm(x: Tensor, g: Float32Array, eps: number): Tensor {
-  const y = x.like();
+  const y = x.output();
   kernelsFor(x.device).rmsNorm(x.data, g, x.rows, x.cols, eps, y.data);
   return y;
 }
@@ -13,7 +13,7 @@ export function rmsNorm(x: Tensor, g: Float32Array, eps: number): Tensor {
 /** [a + b, rmsNorm(a + b)]: a residual sum and the next sub-block's norm of it (one kernel call
  *  where the backend has the fused one; the same bits as add then rmsNorm). */
 export function addRmsNorm(a: Tensor, b: Tensor, g: Float32Array, eps: number): [Tensor, Tensor] {
-  const k = kernelsFor(a.device), sum = a.like(), y = a.like();
+  const k = kernelsFor(a.device), sum = a.output(), y = a.output(); // written in full
   if (k.addRmsNorm) k.addRmsNorm(a.data, b.data, g, a.rows, a.cols, eps, sum.data, y.data);
   else {
     k.add(a.data, b.data, sum.data);
@@ -24,7 +24,7 @@ export function addRmsNorm(a: Tensor, b: Tensor, g: Float32Array, eps: number): 
 
 /** layerNorm(x) = (x − mean) / √(var + ε) ⊙ g + b */
 export function layerNorm(x: Tensor, g: Float32Array, b: Float32Array | null, eps: number): Tensor {
-  const y = x.like();
+  const y = x.output();
   kernelsFor(x.device).layerNorm(x.data, g, b, x.rows, x.cols, eps, y.data);
   return y;
 }

@@ -2,7 +2,7 @@
 // Row-major; the last dimension is contiguous.
 
 import type { Device } from "../backends/kernels.js";
-import { zeros } from "./workspace.js";
+import { scratch, zeros } from "./workspace.js";
 
 export class Tensor {
   constructor(
@@ -44,8 +44,14 @@ export class Tensor {
     return new Tensor([to - from, ...this.shape.slice(1)], this.data.subarray(from * stride, to * stride), this.device);
   }
 
-  /** A tensor of the same shape and device. */
+  /** A tensor of the same shape and device, zero-filled. */
   like(shape: readonly number[] = this.shape): Tensor {
     return Tensor.zeros(shape, this.device);
+  }
+
+  /** A tensor of the same shape and device for a kernel that writes every value of it: inside a
+   *  forward's workspace its values are what the array last held, not zeros. */
+  output(shape: readonly number[] = this.shape): Tensor {
+    return new Tensor(shape, scratch(shape.reduce((a, b) => a * b, 1)), this.device);
   }
 }

@@ -6,7 +6,7 @@
 // 128 tokens: 394 arrays, 148 MB), fresh pages the kernel must fault in and V8 must collect,
 // which also set the process's peak memory. Inside `workspace.run(fn)` every `Tensor.zeros` (so
 // every primitive's output) takes a free array of that length, zero-filled again, instead of a
-// new one. Model code does not change, except that each block of the forward runs in
+// new one (`Tensor.output`, for an output its kernel writes in full, skips the fill). Model code does not change, except that each block of the forward runs in
 // `scoped` (ops.block): once a layer returns, the arrays it took, all but its output, are free
 // for the next layer, and so is its input (the forward carries on from the output), so a
 // forward holds about one layer's activations, not all of them, nor every layer's output
@@ -81,10 +81,11 @@ export class Workspace {
     this.#free.clear();
   }
 
-  /** A zero-filled array of n values: a free one of that length, or a new one. */
-  take(n: number): Float32Array {
+  /** An array of n values: a free one of that length, or a new one. Zero-filled unless `filled` is
+   *  false (an output its kernel writes in full: the fill was 4–8% of a 512-token prompt forward). */
+  take(n: number, filled = true): Float32Array {
     const reused = this.#free.get(n)?.pop() ?? this.#stale.get(n)?.pop();
-    const a = reused ? reused.fill(0) : new Float32Array(n);
+    const a = reused ? (filled ? reused.fill(0) : reused) : new Float32Array(n);
     this.#used.push(a);
     return a;
   }
@@ -99,6 +100,12 @@ export class Workspace {
 /** n zeros: from the running workspace if there is one, else a new array. */
 export function zeros(n: number): Float32Array {
   return active ? active.take(n) : new Float32Array(n);
+}
+
+/** n values to be overwritten, every one, before anything reads them: from the running workspace
+ *  as they were left (not zeroed), else a new array. */
+export function scratch(n: number): Float32Array {
+  return active ? active.take(n, false) : new Float32Array(n);
 }
 
 /** fn in a scope of the running workspace (Workspace.scope, `input` free after it too), or just fn outside a run. */
