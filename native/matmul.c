@@ -16,8 +16,10 @@ enum { XQ_Q8_0, XQ_Q8_1, XQ_Q8K, XQ_BF16 }; // how activations are quantized (ll
 #define ROW_BLOCK 16 // weight rows decoded together, then multiplied with every activation row
 
 typedef struct { uint8_t *q; int16_t *sc; float *D; float *M; float *f; } wrow_t;
+// An activation row quantized in blocks of 32 (Q8_0 and Q8_1 schemes): codes q, scales dx, the
+// float sums fs of each half block (or block), and sx, the exact integer sum of each block's codes.
 typedef struct {
-  int8_t *q; float *dx; float *fs;
+  int8_t *q; float *dx; float *fs; int32_t *sx;
   const int32_t *nk; // the VNNI signed kernels' −k·Σx lanes per block (vnni_chunk fills it; NULL elsewhere)
 } xrow_t;
 typedef struct {
@@ -79,7 +81,7 @@ static inline void split_get(const uint8_t *f, const uint8_t *step, int i, uint8
 static inline xrow_t xrow_at(const mm_t *m, int64_t t) {
   uint8_t *base = m->xq + t * m->xstride;
   float *dx = (float *)(base + m->cols);
-  xrow_t r = { (int8_t *)base, dx, dx + m->cols / 32 };
+  xrow_t r = { (int8_t *)base, dx, dx + m->cols / 32, (int32_t *)(dx + 3 * (m->cols / 32)), NULL };
   return r;
 }
 
@@ -227,7 +229,8 @@ static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, in
   }
   const int avx2 = toy_has_avx2;
   // Types with fused kernels take them for every T: weight blocks read in place, and each output
-  // summed in the same order whatever T (batch invariance), llama.cpp's vec_dot order.
+  // summed in the same order whatever T (batch invariance), llama.cpp's (vec_dot's; for Q4_0 its
+  // repacked kernels', vecdot_avx2.h).
   if (avx2 && vd_for(type).x1) {
     // Eight rows read side by side, as the VNNI kernels do, ran at a third of the bandwidth on
     // weights that come from memory (Zen 4; the prefetch hints then tried had been compiled out,
@@ -235,8 +238,8 @@ static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, in
     // one row at a time (vd_chunk); repacked weights (one stream for eight rows) and prompts
     // (each row reused from cache for many activation rows) take the eight-row VNNI kernels.
     // Same bits either way.
-    const int vnni = toy_has_vnni && vnni_for(type, 0).x1;
-    p->fn = vnni && (packed || T > 3) ? vnni_chunk : vd_chunk;
+    const int vnni = toy_has_vnni && vnni_for(type, 1).x1;
+    p->fn = vnni && (packed || T > 3) ? vnni_chunk : packed && type == T_Q4_0 ? vd_q4_0_packed_chunk : vd_chunk;
     p->nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
     p->mode = small ? RUN_SERIAL : T <= 3 ? RUN_RUNS : RUN_CHUNKS;
     return;
@@ -267,7 +270,7 @@ static void quantize_x(mm_plan_t *plans, int n) {
   toy_chunk_fn quantize = quantize_chunk_generic;
 #endif
   const int64_t nu = m->cols / 32;
-  m->xstride = m->xscheme == XQ_BF16 ? (2 * m->cols + 63) & ~(size_t)63 : (m->cols + 12 * nu + 63) & ~(size_t)63;
+  m->xstride = m->xscheme == XQ_BF16 ? (2 * m->cols + 63) & ~(size_t)63 : (m->cols + 16 * nu + 63) & ~(size_t)63;
   m->xq = pool_scratch(0, 3, m->xstride * m->T);
   if (m->T * m->cols < 16384) for (int64_t t = 0; t < m->T; t++) quantize(m, t, 0);
   else pool_for(quantize, m, m->T);
@@ -336,7 +339,9 @@ static size_t repack_block_bytes(int type, int64_t cols, int64_t rows) {
   if (type == T_BF16 && toy_has_bf16) return cols % 32 == 0 && rows >= VNNI_ROWS ? 64 : 0;
   // F32 (a file's weights only, addon.c js_repack) likewise in blocks of eight values.
   const int flt = (type == T_F32 || type == T_F16 || type == T_BF16) && cols % 8 == 0;
-  if (!toy_has_vnni || !(vnni_for(type, 0).x1 || flt) || rows < VNNI_ROWS) return 0;
+  // Without VNNI, Q4_0 alone: its order is that of eight rows side by side (vd_q4_0_8_n).
+  if (!toy_has_vnni) return toy_has_avx2 && type == T_Q4_0 && rows >= VNNI_ROWS ? vnni_block_bytes(type) : 0;
+  if (!(vnni_for(type, 1).x1 || flt) || rows < VNNI_ROWS) return 0;
   return flt ? (type == T_F32 ? 32 : 16) : vnni_block_bytes(type);
 #else
   (void)type; (void)cols; (void)rows;

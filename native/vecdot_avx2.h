@@ -49,15 +49,92 @@ static inline __m256 vd_ss(__m256i a, __m256i b) {
 #define VD_KERNEL static inline __attribute__((always_inline))
 #define XQ(r, u) _mm256_loadu_si256((const __m256i *)(x[r].q + 32 * (u)))
 
-VD_KERNEL void vd_q4_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
-  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-  for (int64_t u = 0; u < nu; u++, w += 18) {
-    if (NR == 1) stream_prefetch(w, 18); // decode (prefetch.h)
-    const __m256i q = _mm256_sub_epi8(vd_nibbles(w + 2), _mm256_set1_epi8(8));
-    const float d = h2f(w);
-    for (int r = 0; r < NR; r++) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[r].dx[u]), vd_ss(q, XQ(r, u)), acc[r]);
+// Q4_0 follows the order of llama.cpp's repacked Q4_0 kernels (ggml-cpu/arch/x86/repack.cpp, its
+// gemv and gemm on AVX2 and AVX-512, which take Q4_0 weights of 8·n rows): each block's dot Σ q·x
+// summed exactly in integers, converted once and scaled once, one chain per output, block after
+// block:  acc = fma(float(Σ q·x), d·dx, acc).  So toy's Q4_0 products are the bits of the newest
+// llama.cpp on x86 (given the same activations), and every kernel of this type (vnni_q4_0_split_n,
+// vt_q4_0_n) takes one conversion and one FMA a block where the vec_dot order took eight of
+// each. Here eight blocks' integer dots are summed at once (lane c: block u0 + c), then chained.
+// The other types keep llama.cpp's vec_dot order (eight float lanes per output), as llama.cpp of
+// 2026-10-01 runs them on x86.
+
+/** Lane c = the sum of v[c]'s eight lanes (exact integer sums). */
+static inline __m256i vd_hsum8_i32(const __m256i *v) {
+  const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+  const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+  const __m256i g0 = _mm256_hadd_epi32(h01, h23), g1 = _mm256_hadd_epi32(h45, h67); // v0..v3's halves | v4..v7's
+  return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+}
+
+/** acc = fma(f_c, s_c, acc) for c = 0, 1, 2, 3 (lane 0 of acc; the other lanes are don't-cares). */
+static inline __m128 vd_chain4(__m128 f, __m128 s, __m128 acc) {
+  acc = _mm_fmadd_ss(f, s, acc);
+  acc = _mm_fmadd_ss(_mm_movehdup_ps(f), _mm_movehdup_ps(s), acc);
+  acc = _mm_fmadd_ss(_mm_movehl_ps(f, f), _mm_movehl_ps(s, s), acc);
+  return _mm_fmadd_ss(_mm_shuffle_ps(f, f, 3), _mm_shuffle_ps(s, s, 3), acc);
+}
+
+/** Four rows' acc[r] = fma(f[r]_c, s[r]_c, acc[r]) for c = 0..7, the rows side by side in the
+ *  four lanes of acc4 (a 4 × 8 transposition of f and s first). */
+static inline __m128 vd_chain8x4(const __m256 *f, const __m256 *s, __m128 acc4) {
+  __m256 g[2][4];
+  const __m256 *v[2] = { f, s };
+  for (int k = 0; k < 2; k++) {
+    const __m256 t0 = _mm256_unpacklo_ps(v[k][0], v[k][1]), t1 = _mm256_unpackhi_ps(v[k][0], v[k][1]);
+    const __m256 t2 = _mm256_unpacklo_ps(v[k][2], v[k][3]), t3 = _mm256_unpackhi_ps(v[k][2], v[k][3]);
+    g[k][0] = _mm256_shuffle_ps(t0, t2, 0x44); // blocks 0 | 4 of the four rows
+    g[k][1] = _mm256_shuffle_ps(t0, t2, 0xEE); // 1 | 5
+    g[k][2] = _mm256_shuffle_ps(t1, t3, 0x44); // 2 | 6
+    g[k][3] = _mm256_shuffle_ps(t1, t3, 0xEE); // 3 | 7
   }
-  for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]);
+  for (int c = 0; c < 4; c++) acc4 = _mm_fmadd_ps(_mm256_castps256_ps128(g[0][c]), _mm256_castps256_ps128(g[1][c]), acc4);
+  for (int c = 0; c < 4; c++) acc4 = _mm_fmadd_ps(_mm256_extractf128_ps(g[0][c], 1), _mm256_extractf128_ps(g[1][c], 1), acc4);
+  return acc4;
+}
+
+/** Blocks u0..u0+7 of Q4_0 (those past nu are zeros: n of them are real), times NR activation
+ *  rows: f[r] lane c = float(Σ q·x) of block u0 + c, s[r] lane c = its d·dx. */
+VD_KERNEL void vd_q4_0_group(const uint8_t *w, const xrow_t *x, int NR, int64_t u0, int n, __m256 *f, __m256 *s) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i q[8], qa[8];
+  float d[8] __attribute__((aligned(32)));
+  for (int c = 0; c < 8; c++) {
+    if (c < n) {
+      const uint8_t *b = w + (u0 + c) * 18;
+      if (NR == 1) stream_prefetch(b, 18); // decode (prefetch.h)
+      q[c] = _mm256_sub_epi8(vd_nibbles(b + 2), _mm256_set1_epi8(8));
+      d[c] = h2f(b);
+    } else {
+      q[c] = _mm256_setzero_si256();
+      d[c] = 0.0f;
+    }
+    qa[c] = _mm256_sign_epi8(q[c], q[c]);
+  }
+  const __m256 dv = _mm256_load_ps(d);
+  for (int r = 0; r < NR; r++) {
+    __m256i dot[8]; // Σ q·x with the sign trick: |q| × ±x, pairs, then pairs of pairs
+    for (int c = 0; c < 8; c++)
+      dot[c] = c < n ? _mm256_madd_epi16(_mm256_maddubs_epi16(qa[c], _mm256_sign_epi8(XQ(r, u0 + c), q[c])), ones) : _mm256_setzero_si256();
+    const __m256 dx = n == 8 ? _mm256_loadu_ps(x[r].dx + u0)
+                             : _mm256_maskload_ps(x[r].dx + u0, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+    s[r] = _mm256_mul_ps(dv, dx); // d·dx
+    f[r] = _mm256_cvtepi32_ps(vd_hsum8_i32(dot));
+  }
+}
+
+VD_KERNEL void vd_q4_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
+  __m128 acc = _mm_setzero_ps(); // NR = 1: lane 0; NR = 4: lane r for row r
+  __m256 f[4], s[4];
+  for (int64_t u0 = 0; u0 < nu; u0 += 8) {
+    const int n = nu - u0 < 8 ? (int)(nu - u0) : 8;
+    if (n == 8) vd_q4_0_group(w, x, NR, u0, 8, f, s);
+    else vd_q4_0_group(w, x, NR, u0, n, f, s); // the zeros past nu leave acc as it is: fma(0, 0, acc) = acc
+    if (NR == 1) acc = vd_chain4(_mm256_extractf128_ps(f[0], 1), _mm256_extractf128_ps(s[0], 1), vd_chain4(_mm256_castps256_ps128(f[0]), _mm256_castps256_ps128(s[0]), acc));
+    else acc = vd_chain8x4(f, s, acc);
+  }
+  if (NR == 1) out[0] = _mm_cvtss_f32(acc);
+  else _mm_storeu_ps(out, acc);
 }
 
 VD_KERNEL void vd_q4_1_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, float *out) {
@@ -116,6 +193,45 @@ VD_KERNEL void vd_q8_0_n(const uint8_t *w, const xrow_t *x, int NR, int64_t nu, 
   }
   for (int r = 0; r < NR; r++) out[r] = hsum_f32_avx2(acc[r]);
 }
+
+/** Q4_0 on k_repack's split layout (matmul.c: eight rows' scales, then their 16 bytes of nibbles
+ *  each), eight rows w .. w + 7·rb times NR activation rows, in vd_q4_0_n's order: this is how
+ *  llama.cpp runs Q4_0 on AVX2 too (its q4_0_8x8 repack), and the one chain per output becomes
+ *  one vector FMA a block for eight rows. Per block step: row pair p's 32 bytes of nibbles are
+ *  its values 0–15 (low nibbles) and 16–31 (high), codes q + 8; maddubs with x's values (never
+ *  saturating: 2·15·127), the two halves added as int16 (≤ 7620) and madd'ed to 32 bits give
+ *  four partial sums per row (row 2p in the low 128 bits, 2p + 1 in the high); three hadds sum
+ *  them to one lane per row, in the order 0, 2, 4, 6 | 1, 3, 5, 7, less 8·Σx (x->sx). The
+ *  scales are permuted to that order once a step, and the rows back at the end. */
+VD_KERNEL void vd_q4_0_8_n(const uint8_t *w, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + us * u;
+    if (NR == 1) stream_prefetch_wide(b, us); // decode (prefetch.h)
+    const __m256 d = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b)), order);
+    __m256i lo[4], hi[4];
+    for (int p = 0; p < 4; p++) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * p));
+      lo[p] = _mm256_and_si256(v, m4);
+      hi[p] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+    for (int r = 0; r < NR; r++) {
+      const __m256i xlo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u)));
+      const __m256i xhi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u + 16)));
+      __m256i t[4];
+      for (int p = 0; p < 4; p++)
+        t[p] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[p], xlo), _mm256_maddubs_epi16(hi[p], xhi)), ones);
+      const __m256i sums = _mm256_hadd_epi32(_mm256_hadd_epi32(t[0], t[1]), _mm256_hadd_epi32(t[2], t[3])); // rows 0, 2, 4, 6 | 1, 3, 5, 7
+      const __m256i dot = _mm256_sub_epi32(sums, _mm256_set1_epi32(8 * x[r].sx[u]));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u])), acc[r]);
+    }
+  }
+  const __m256i rows = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int r = 0; r < NR; r++) _mm256_storeu_ps(out + r * ostride, _mm256_permutevar8x32_ps(acc[r], rows));
+}
+static void vd_q4_0_8_x1(const uint8_t *w, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { vd_q4_0_8_n(w, us, x, 1, nu, out, os); }
+static void vd_q4_0_8_x4(const uint8_t *w, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { vd_q4_0_8_n(w, us, x, 4, nu, out, os); }
 
 /** The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (ggml's get_scale_min_k4). */
 static inline void vd_scale_min(int j, const uint8_t *s, int *sc, int *m) {
@@ -232,6 +348,35 @@ static vd_pair vd_for(int type) {
     case T_Q5_K: return (vd_pair){ vd_q5_K_x1, vd_q5_K_x4 };
     case T_Q6_K: return (vd_pair){ vd_q6_K_x1, vd_q6_K_x4 };
     default: return (vd_pair){ NULL, NULL };
+  }
+}
+
+/** vd_chunk for Q4_0 repacked on a CPU without AVX-512 VNNI (k_repack: whole groups of eight rows
+ *  split, the rows past them as in the file): vd_q4_0_8_n for each group, vd_q4_0_n for the rest.
+ *  Same bits either way. */
+static void vd_q4_0_packed_chunk(void *p, int64_t blk, int ith) {
+  (void)ith;
+  const mm_t *m = p;
+  const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
+  const int64_t r8 = rows / 8 * 8 < r1 ? rows / 8 * 8 : r1; // rows before r8 are in whole split groups
+  int64_t t = 0;
+  for (; t + 4 <= m->T; t += 4) {
+    const xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
+    float *out = m->out + t * rows;
+    int64_t r = r0;
+    for (; r < r8; r += 8) vd_q4_0_8_x4(m->w + r * m->rb, 8 * 18, xr, nu, out + r, rows);
+    for (; r < r1; r++) {
+      float o[4];
+      vd_q4_0_x4(m->w + r * m->rb, xr, nu, o);
+      for (int k = 0; k < 4; k++) out[k * rows + r] = o[k];
+    }
+  }
+  for (; t < m->T; t++) {
+    const xrow_t xr = xrow_at(m, t);
+    float *out = m->out + t * rows;
+    int64_t r = r0;
+    for (; r < r8; r += 8) vd_q4_0_8_x1(m->w + r * m->rb, 8 * 18, &xr, nu, out + r, rows);
+    for (; r < r1; r++) vd_q4_0_x1(m->w + r * m->rb, &xr, nu, out + r);
   }
 }
 

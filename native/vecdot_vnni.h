@@ -3,7 +3,7 @@
 // selected at run time (toy_has_vnni), the AVX2 kernels stay for every other CPU and type.
 //
 // Same bits as the AVX2 kernels (test/cpu-backend.test.ts checks it), because every float
-// operation per row is the same one in the same order:
+// operation per row is the same one in the same order (Q4_0's own order: vnni_q4_0_split_n):
 // - vpdpbusd sums 4 consecutive u8 × s8 products into an int32 lane, exactly what AVX2's
 //   maddubs + madd(1) give lane by lane (no int16 saturation there: |pair| ≤ 2·128·127);
 // - two rows share a 512-bit register, one per 256-bit half, so each half is the AVX2 kernel's
@@ -15,10 +15,11 @@
 // What is gained: one instruction for the integer dot, half the vector instructions (two rows
 // per register), the eight rows' scales in one vector, and four independent accumulator chains.
 // On k_repack's split layout (matmul.c, split_fields: each field of a step's eight blocks side by
-// side) the 4- and 5-bit types go further, four rows per register (vnni_quads_n), and Q8_0 loads
-// a pair of rows and the eight scales at once (vnni_q8_0_split_n); so do the K-quants, four rows
-// per register with the eight rows' scales unpacked at once (vnni_q45_K_split_n,
-// vnni_q6_K_split_n). The pair kernels stay for the file's layout (vnni_for picks by layout).
+// side) the 4- and 5-bit types go further, four rows per register (vnni_quads_n,
+// vnni_q4_0_split_n), and Q8_0 loads a pair of rows and the eight scales at once
+// (vnni_q8_0_split_n); so do the K-quants, four rows per register with the eight rows' scales
+// unpacked at once (vnni_q45_K_split_n, vnni_q6_K_split_n). The pair kernels stay for the file's
+// layout (vnni_for picks by layout); Q4_0 has none (always repacked; vnni_chunk's AVX2 rows).
 
 #define VNNI_ROWS 8
 
@@ -114,7 +115,7 @@ static inline void vnni_finish_offsets(__m512 (*acc)[4], const __m256 *offs, int
   }
 }
 
-/** Rows w .. w + 7·rb of a 4- or 5-bit type (Q4_0, Q4_1, Q5_0, Q5_1; constant once inlined) on
+/** Rows w .. w + 7·rb of a 4- or 5-bit type (Q4_1, Q5_0, Q5_1; constant once inlined) on
  *  k_repack's split layout (matmul.c, split_fields; vnni_for), times x. Rows 0–3 and 4–7 of a step's quants
  *  are one 64-byte register each ("quads": row i in 128-bit lane i); its low nibbles are the rows'
  *  values 0–15 and its high nibbles values 16–31, so each quad gives two registers, multiplied by
@@ -191,6 +192,39 @@ VNNI_KERNEL void vnni_quads_n(int type, const uint8_t *w, size_t rb, size_t us, 
   }
 }
 
+/** Rows w .. w + 7·rb of Q4_0 on k_repack's split layout, times x, in vd_q4_0_n's order (llama.cpp's
+ *  repacked Q4_0 kernels): per block the exact integer dot, then acc = fma(float(Σ q·x), d·dx, acc).
+ *  The quads as in vnni_quads_n: vpdpbusd of the low nibbles (codes q + 8 of values 0–15) with
+ *  x's values 0–15, then of the high nibbles with values 16–31, leaves row i's block in the four
+ *  32-bit places of lane i (rows 0–3 in one register, 4–7 in the other); two unpacks and two
+ *  adds gather rows i and i + 4 into places 0 and 1 of lane i (2 and 3 repeat them), less 8·Σx
+ *  (x->sx), and one conversion and one FMA take the block for the eight rows. */
+static const int32_t vnni_q4_0_scale_idx[16] __attribute__((aligned(64))) = { 0, 4, 0, 4, 1, 5, 1, 5, 2, 6, 2, 6, 3, 7, 3, 7 };
+VNNI_KERNEL void vnni_q4_0_split_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f), sidx = _mm512_load_si512(vnni_q4_0_scale_idx);
+  __m512 acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+  for (int64_t u = 0; u < nu; u++) {
+    const uint8_t *b = w + us * u; // split fields: the eight d, then the eight rows' 16 bytes of nibbles
+    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_WIDE);
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
+    const __m512i v0 = _mm512_loadu_si512(b + 16), v1 = _mm512_loadu_si512(b + 80);
+    const __m512i q0 = _mm512_and_si512(v0, m4), q1 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
+    const __m512i q2 = _mm512_and_si512(v1, m4), q3 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+    for (int r = 0; r < NR; r++) {
+      const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u)));
+      const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x[r].q + 32 * u + 16)));
+      const __m512i lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, xlo), q1, xhi); // rows 0–3
+      const __m512i hi = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q2, xlo), q3, xhi); // rows 4–7
+      const __m512i pairs = _mm512_add_epi32(_mm512_unpacklo_epi32(lo, hi), _mm512_unpackhi_epi32(lo, hi)); // rows i, i + 4, i, i + 4
+      const __m512i dot = _mm512_sub_epi32(_mm512_add_epi32(pairs, _mm512_shuffle_epi32(pairs, _MM_PERM_BADC)), _mm512_set1_epi32(8 * x[r].sx[u]));
+      const __m512 s = _mm512_permutexvar_ps(sidx, _mm512_castps256_ps512(_mm256_mul_ps(d, _mm256_set1_ps(x[r].dx[u])))); // d·dx
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), s, acc[r]);
+    }
+  }
+  const __m512i rows = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0); // rows 0–3, then 4–7
+  for (int r = 0; r < NR; r++) _mm256_storeu_ps(out + r * ostride, _mm512_castps512_ps256(_mm512_permutexvar_ps(rows, acc[r])));
+}
+
 /** Rows w, w + rb, …, w + 7·rb (Q4_1) times x, as vd_q4_1 computes it. */
 VNNI_KERNEL void vnni_q4_1_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   // Nibbles: 128-bit lanes hold row 2p's bytes, twice, then row 2p+1's; the odd lanes shift by 4.
@@ -225,22 +259,6 @@ VNNI_KERNEL void vnni_signed_n(const __m512i *qu, const __m256 d, const xrow_t *
     for (int p = 0; p < 4; p++) // d·dx lane by lane: the same product as before the permute
       acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dp[p], dx), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(negk, qu[p], xq)), acc[r][p]);
   }
-}
-
-/** Rows w, w + rb, …, w + 7·rb (Q4_0) times x, as vd_q4_0 computes it. */
-VNNI_KERNEL void vnni_q4_0_n(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
-  const __m512i counts = _mm512_set_epi16(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  __m512 acc[4][4] = { VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4, VNNI_ZERO4 };
-  for (int64_t u = 0; u < nu; u++) {
-    const uint8_t *b = w + us * u;
-    vnni_step_prefetch(w, b, rb, us, nu, u, NR, VNNI_PF_STREAM);
-    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(vnni_heads(b, rb)));
-    __m512i qu[4]; // the nibbles: q + 8
-    for (int p = 0; p < 4; p++) qu[p] = _mm512_and_si512(_mm512_srlv_epi16(vnni_two_x16(b + 2 + 2 * p * rb, b + 2 + (2 * p + 1) * rb), counts), m4);
-    vnni_signed_n(qu, d, x, NR, u, acc);
-  }
-  for (int r = 0; r < NR; r++) vnni_finish(acc[r], out + r * ostride);
 }
 
 /** vnni_q8_0_n on k_repack's split layout (matmul.c, split_fields): the eight scales, then rows
@@ -607,7 +625,6 @@ typedef void (*vnni_fn)(const uint8_t *, size_t, size_t, const xrow_t *, int64_t
 #define VNNI_PAIR(name) \
   static void name##_x1(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, us, x, 1, nu, out, os); } \
   static void name##_x4(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { name##_n(w, rb, us, x, 4, nu, out, os); }
-VNNI_PAIR(vnni_q4_0)
 VNNI_PAIR(vnni_q4_1)
 VNNI_PAIR(vnni_q8_0)
 VNNI_PAIR(vnni_q5_0)
@@ -616,6 +633,7 @@ VNNI_PAIR(vnni_q4_K)
 VNNI_PAIR(vnni_q5_K)
 VNNI_PAIR(vnni_q6_K)
 VNNI_PAIR(vnni_q8_0_split)
+VNNI_PAIR(vnni_q4_0_split)
 VNNI_PAIR(vnni_q4_K_split)
 VNNI_PAIR(vnni_q5_K_split)
 VNNI_PAIR(vnni_q6_K_split)
@@ -623,7 +641,6 @@ VNNI_PAIR(vnni_q6_K_split)
 #define VNNI_QUADS(name, T) \
   static void name##_x1(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { vnni_quads_n(T, w, rb, us, x, 1, nu, out, os); } \
   static void name##_x4(const uint8_t *w, size_t rb, size_t us, const xrow_t *x, int64_t nu, float *out, int64_t os) { vnni_quads_n(T, w, rb, us, x, 4, nu, out, os); }
-VNNI_QUADS(vnni_q4_0_split, T_Q4_0)
 VNNI_QUADS(vnni_q4_1_split, T_Q4_1)
 VNNI_QUADS(vnni_q5_0_split, T_Q5_0)
 VNNI_QUADS(vnni_q5_1_split, T_Q5_1)
@@ -631,7 +648,9 @@ VNNI_QUADS(vnni_q5_1_split, T_Q5_1)
 
 typedef struct { vnni_fn x1, x4; } vnni_pair;
 
-/** The eight-row kernels of a type: on the file's layout, or (split) on k_repack's split one. */
+/** The eight-row kernels of a type: on the file's layout, or (split) on k_repack's split one.
+ *  Q4_0 has them only on the split layout (a weight of eight rows or more is always repacked on a
+ *  VNNI CPU; on the file's layout vnni_chunk takes the AVX2 kernel). */
 static vnni_pair vnni_for(int type, int split) {
   if (split)
     switch (type) {
@@ -646,7 +665,6 @@ static vnni_pair vnni_for(int type, int split) {
       default: break;
     }
   switch (type) {
-    case T_Q4_0: return (vnni_pair){ vnni_q4_0_x1, vnni_q4_0_x4 };
     case T_Q4_1: return (vnni_pair){ vnni_q4_1_x1, vnni_q4_1_x4 };
     case T_Q8_0: return (vnni_pair){ vnni_q8_0_x1, vnni_q8_0_x4 };
     case T_Q5_0: return (vnni_pair){ vnni_q5_0_x1, vnni_q5_0_x4 };
@@ -713,7 +731,8 @@ static void vnni_chunk(void *p, int64_t blk, int ith) {
     r0 += (int64_t)g * VT_ROWS;
     if (r0 == r1) return;
   }
-  const int k = vnni_signed_k(m->type);
+  const int64_t r8 = f8.x1 ? r0 + (r1 - r0) / VNNI_ROWS * VNNI_ROWS : r0; // rows the eight-row kernel takes
+  const int k = m->type == T_Q4_0 ? 0 : vnni_signed_k(m->type); // vnni_signed_n's correction (Q4_0's kernels take x->sx)
   int32_t *nk = k ? pool_scratch(ith, 0, (size_t)(4 * 8 * nu) * sizeof(int32_t)) : NULL;
   int64_t t = 0;
   for (; t + 4 <= m->T; t += 4) {
@@ -722,7 +741,7 @@ static void vnni_chunk(void *p, int64_t blk, int ith) {
       for (int i = 0; i < 4; i++) vnni_signed_nk(&xr[i], nu, k, nk + 8 * nu * i);
     float *out = m->out + t * rows;
     int64_t r = r0;
-    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x4(m->w + r * m->rb, rs, us, xr, nu, out + r, rows);
+    for (; r < r8; r += VNNI_ROWS) f8.x4(m->w + r * m->rb, rs, us, xr, nu, out + r, rows);
     for (; r < r1; r++) {
       float o[4];
       f1.x4(m->w + r * m->rb, xr, nu, o);
@@ -734,7 +753,7 @@ static void vnni_chunk(void *p, int64_t blk, int ith) {
     if (k) vnni_signed_nk(&xr, nu, k, nk);
     float *out = m->out + t * rows;
     int64_t r = r0;
-    for (; r + VNNI_ROWS <= r1; r += VNNI_ROWS) f8.x1(m->w + r * m->rb, rs, us, &xr, nu, out + r, rows);
+    for (; r < r8; r += VNNI_ROWS) f8.x1(m->w + r * m->rb, rs, us, &xr, nu, out + r, rows);
     for (; r < r1; r++) f1.x1(m->w + r * m->rb, &xr, nu, out + r);
   }
 }

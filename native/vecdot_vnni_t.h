@@ -11,6 +11,8 @@
 // holds lane j of sixteen weight rows for one activation row, so one product d[16]·dx scales all
 // eight registers of a block: per 16 outputs and block 8 dot instructions, 8 conversions,
 // 1 product and 8 FMAs instead of 8, 8, 8 and 8. The tree is then eight vertical adds.
+// Q4_0 takes its own order there (vt_q4_0_n: vd_q4_0_n's, one integer sum per block), eight dot
+// instructions, one conversion and one FMA per block and 16 outputs.
 // The weights must be in that layout: each chunk rewrites its rows' blocks once (vt_transpose,
 // unsigned codes q + k as vnni_signed_n takes them), a cost of 1/T of the product.
 
@@ -166,28 +168,62 @@ VNNI_KERNEL void vt_signed_n(const vt_block_t *t, const xrow_t *x, int NR, int64
     _mm512_storeu_ps(out + r * ostride, _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3)));
   }
 }
+/** Q4_0 in its own order (vd_q4_0_n's, llama.cpp's repacked kernels'): per block the exact integer
+ *  dot of the 16 rows, Σ (q + 8)·x − 8·Σx over the block's eight 32-bit words in two chains of
+ *  vpdpbusd, then acc = fma(float(Σ q·x), d·dx, acc): per 16 outputs and block 8 dot
+ *  instructions, 1 conversion, 1 product and 1 FMA. */
+VNNI_KERNEL void vt_q4_0_n(const vt_block_t *t, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
+  __m512 acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+  for (int64_t u = 0; u < nu; u++) {
+    const __m512 d = _mm512_load_ps(t[u].d);
+    __m512i wq[8];
+    for (int j = 0; j < 8; j++) wq[j] = _mm512_load_si512(t[u].q[j]);
+    for (int r = 0; r < NR; r++) {
+      const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(x[r].dx[u])); // d·dx, the same product per lane
+      const int32_t *xq = (const int32_t *)(x[r].q + 32 * u);
+      __m512i a = _mm512_dpbusd_epi32(_mm512_set1_epi32(-8 * x[r].sx[u]), wq[0], _mm512_set1_epi32(xq[0]));
+      __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[1], _mm512_set1_epi32(xq[1]));
+      for (int j = 2; j < 8; j += 2) {
+        a = _mm512_dpbusd_epi32(a, wq[j], _mm512_set1_epi32(xq[j]));
+        b = _mm512_dpbusd_epi32(b, wq[j + 1], _mm512_set1_epi32(xq[j + 1]));
+      }
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a, b)), s, acc[r]);
+    }
+  }
+  for (int r = 0; r < NR; r++) _mm512_storeu_ps(out + r * ostride, acc[r]);
+}
 static void vt_signed_x1(const vt_block_t *t, const xrow_t *x, int64_t nu, float *out, int64_t os) { vt_signed_n(t, x, 1, nu, out, os); }
 static void vt_signed_x2(const vt_block_t *t, const xrow_t *x, int64_t nu, float *out, int64_t os) { vt_signed_n(t, x, 2, nu, out, os); }
+static void vt_q4_0_x1(const vt_block_t *t, const xrow_t *x, int64_t nu, float *out, int64_t os) { vt_q4_0_n(t, x, 1, nu, out, os); }
+static void vt_q4_0_x2(const vt_block_t *t, const xrow_t *x, int64_t nu, float *out, int64_t os) { vt_q4_0_n(t, x, 2, nu, out, os); }
+static void vt_q4_0_x4(const vt_block_t *t, const xrow_t *x, int64_t nu, float *out, int64_t os) { vt_q4_0_n(t, x, 4, nu, out, os); }
 
 /** Rows [r0, r0 + 16·g) of a prompt product (g whole groups of 16), every activation row. */
 static void vt_chunk_rows(const mm_t *m, int64_t r0, int g, int ith) {
   const size_t bs = vnni_block_bytes(m->type);
   const int64_t nu = m->cols / 32, rows = m->rows;
-  const int k = vnni_signed_k(m->type);
+  const int q4 = m->type == T_Q4_0, k = vnni_signed_k(m->type);
   vt_block_t *t = pool_scratch(ith, 2, (size_t)g * nu * sizeof(vt_block_t));
-  int32_t *nk = pool_scratch(ith, 0, (size_t)(2 * 8 * nu) * sizeof(int32_t));
+  int32_t *nk = q4 ? NULL : pool_scratch(ith, 0, (size_t)(2 * 8 * nu) * sizeof(int32_t));
   for (int i = 0; i < g; i++) vt_transpose(m, bs, r0 + VT_ROWS * i, nu, t + i * nu);
   int64_t r = 0;
+  if (q4) // four activation rows per pass: each transposed block from L1 serves four
+    for (; r + 4 <= m->T; r += 4) {
+      const xrow_t xr[4] = { xrow_at(m, r), xrow_at(m, r + 1), xrow_at(m, r + 2), xrow_at(m, r + 3) };
+      for (int i = 0; i < g; i++) vt_q4_0_x4(t + i * nu, xr, nu, m->out + r * rows + r0 + VT_ROWS * i, rows);
+    }
   for (; r + 2 <= m->T; r += 2) {
     xrow_t xr[2] = { xrow_at(m, r), xrow_at(m, r + 1) };
-    vnni_signed_nk(&xr[0], nu, k, nk);
-    vnni_signed_nk(&xr[1], nu, k, nk + 8 * nu);
-    for (int i = 0; i < g; i++) vt_signed_x2(t + i * nu, xr, nu, m->out + r * rows + r0 + VT_ROWS * i, rows);
+    if (!q4) {
+      vnni_signed_nk(&xr[0], nu, k, nk);
+      vnni_signed_nk(&xr[1], nu, k, nk + 8 * nu);
+    }
+    for (int i = 0; i < g; i++) (q4 ? vt_q4_0_x2 : vt_signed_x2)(t + i * nu, xr, nu, m->out + r * rows + r0 + VT_ROWS * i, rows);
   }
   for (; r < m->T; r++) {
     xrow_t xr = xrow_at(m, r);
-    vnni_signed_nk(&xr, nu, k, nk);
-    for (int i = 0; i < g; i++) vt_signed_x1(t + i * nu, &xr, nu, m->out + r * rows + r0 + VT_ROWS * i, rows);
+    if (!q4) vnni_signed_nk(&xr, nu, k, nk);
+    for (int i = 0; i < g; i++) (q4 ? vt_q4_0_x1 : vt_signed_x1)(t + i * nu, &xr, nu, m->out + r * rows + r0 + VT_ROWS * i, rows);
   }
 }
 

@@ -3,6 +3,7 @@
 // processes of one build differ by more than most kernel changes (docs/performance.md).
 //   cp build/Release/toy_native.node /tmp/a.node   # then change native/, npm run build:native
 //   node scripts/matmul-ab.mjs /tmp/a.node build/Release/toy_native.node [--types Q4_0,BF16] [--T 1,128,512] [--threads 1] [--rounds 9]
+//     [--shapes 576x576,1536x576] (rows × cols; default SmolLM2-135M's four product shapes)
 // Prints per type and T the median µs per activation row over SmolLM2-135M's four product shapes
 // (repacked as a model's weights are; F32 weights are repacked only from a mapped file, so F32
 // here is the file layout), and each build's median ratio of paired rounds to the first build's.
@@ -18,6 +19,7 @@ const arg = (k, d) => { const i = args.indexOf(k); return i >= 0 ? args.splice(i
 const types = arg("--types", "Q4_0,Q8_0,Q4_K,F16,BF16").split(",");
 const Ts = arg("--T", "128,512").split(",").map(Number);
 const threads = Number(arg("--threads", "1")), rounds = Number(arg("--rounds", "9"));
+const shapes = arg("--shapes", "576x576,1536x576,576x1536,192x576").split(",").map((s) => s.split("x").map(Number)); // rows × cols
 if (args.length < 2) throw new Error("usage: node scripts/matmul-ab.mjs A.node B.node [more.node] [--types ...] [--T ...] [--threads N] [--rounds N]");
 const require = createRequire(import.meta.url);
 // A copy per build: the loader keys addons by path, and a rebuilt file must not replace a loaded one.
@@ -29,7 +31,6 @@ const addons = args.map((path, i) => {
   addon.setThreads(threads);
   return addon;
 });
-const shapes = [[576, 576], [1536, 576], [576, 1536], [192, 576]];
 const median = (v) => [...v].sort((a, b) => a - b)[v.length >> 1];
 for (const name of types) {
   const type = typeByName(name);

@@ -10,16 +10,20 @@ import { loadCpuBackend, type CpuBackend } from "../../src/backends/cpu/index.js
 import { MATMUL_TYPES, makeWeight, randn } from "../../src/backends/cpu/selftest.js";
 import type { KVType } from "../../src/backends/kernels.js";
 import { kvRowBytes } from "../../src/blocks/kvCacheTypes.js";
+import { TYPE_TRAITS } from "../../src/io/gguf/types.js";
 
 /** Row counts off and on the kernels' 8-row groups; T = 1..3 (one activation row per kernel call) and 4..17
- *  (four per call, then the rest one by one). */
+ *  (four per call, then the rest one by one). The types in blocks of 32 also take rows of 11 and 19
+ *  blocks: the kernels that go eight blocks (or two) at a time end on a part. */
 const SHAPES = [[37, 512], [64, 1536], [200, 256]];
+const PART_SHAPES = [[40, 352], [24, 608]];
 const ACTIVATION_ROWS = [1, 2, 3, 4, 5, 9, 17];
+const shapesOf = (type: number) => (TYPE_TRAITS.get(type)!.blockSize === 32 ? [...SHAPES, ...PART_SHAPES] : SHAPES);
 
 export function matmulOutputs(cpu: CpuBackend): Float32Array[] {
   const outs: Float32Array[] = [];
   for (const type of MATMUL_TYPES)
-    for (const [rows, cols] of SHAPES) {
+    for (const [rows, cols] of shapesOf(type)) {
       const w = makeWeight(type, rows, cols, 40 + type + rows);
       for (const T of ACTIVATION_ROWS) {
         const out = new Float32Array(T * rows);
@@ -32,7 +36,7 @@ export function matmulOutputs(cpu: CpuBackend): Float32Array[] {
 
 /** The storage type of each of matmulOutputs' cases, in the same order. */
 export function matmulOutputTypes(): number[] {
-  return MATMUL_TYPES.flatMap((type) => new Array<number>(SHAPES.length * ACTIVATION_ROWS.length).fill(type));
+  return MATMUL_TYPES.flatMap((type) => new Array<number>(shapesOf(type).length * ACTIVATION_ROWS.length).fill(type));
 }
 
 /** Decode and prompt attention (1 and 4 query rows) over caches of every KV type, with key counts

@@ -13,7 +13,8 @@
 // on prompt logits; greedy steps whose margin is below 0.05 may swap after 30 tokens of drift.
 // With the SIMD kernels (x86 with AVX2) Q5_0, Q5_K_M and Q6_K match too (observed ≤ 2e-5): every
 // matmul output, prompt or decode, is summed in the order of llama.cpp's vec_dot (the fused
-// kernels in native/vecdot_avx2.h). The portable C path sums their prompts in another order, and
+// kernels in native/vecdot_avx2.h), Q4_0's in that of llama.cpp's repacked Q4_0 kernels (one
+// integer sum per block; the refs, in vec_dot order, are 8e-6 from it). The portable C path sums their prompts in another order, and
 // 1e-6 differences cross the next layer's 8-bit rounding boundaries (0.1–0.7 on logits of ±50).
 // For Q5_1, Q3_K_M and SmolLM2 they do not match (0.2–0.5): toy's kernels reproduce the 8-bit
 // arithmetic to 1e-4 (test/cpu-backend.test.ts), so the gap is in which kernels that llama.cpp
