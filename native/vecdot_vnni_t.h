@@ -144,15 +144,20 @@ static void vt_transpose(const mm_t *m, size_t bs, int64_t r0, int64_t nu, vt_bl
   }
 }
 
+/** A transposed block's eight registers of codes into wq; returns its 16 rows' scales. */
+static inline __m512 vt_load(const vt_block_t *b, __m512i *wq) {
+  for (int j = 0; j < 8; j++) wq[j] = _mm512_load_si512(b->q[j]);
+  return _mm512_load_ps(b->d);
+}
+
 /** The 16 transposed rows t times NR (1 or 2) activation rows: out[r * ostride + i]. */
 VNNI_KERNEL void vt_signed_n(const vt_block_t *t, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   __m512 acc[2][8];
   for (int r = 0; r < NR; r++)
     for (int j = 0; j < 8; j++) acc[r][j] = _mm512_setzero_ps();
   for (int64_t u = 0; u < nu; u++) {
-    const __m512 d = _mm512_load_ps(t[u].d);
     __m512i wq[8];
-    for (int j = 0; j < 8; j++) wq[j] = _mm512_load_si512(t[u].q[j]);
+    const __m512 d = vt_load(&t[u], wq);
     for (int r = 0; r < NR; r++) {
       const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(x[r].dx[u])); // d·dx, the same product per lane
       const int32_t *xq = (const int32_t *)(x[r].q + 32 * u), *nk = x[r].nk + 8 * u;
@@ -175,9 +180,8 @@ VNNI_KERNEL void vt_signed_n(const vt_block_t *t, const xrow_t *x, int NR, int64
 VNNI_KERNEL void vt_q4_0_n(const vt_block_t *t, const xrow_t *x, int NR, int64_t nu, float *out, int64_t ostride) {
   __m512 acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
   for (int64_t u = 0; u < nu; u++) {
-    const __m512 d = _mm512_load_ps(t[u].d);
     __m512i wq[8];
-    for (int j = 0; j < 8; j++) wq[j] = _mm512_load_si512(t[u].q[j]);
+    const __m512 d = vt_load(&t[u], wq);
     for (int r = 0; r < NR; r++) {
       const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(x[r].dx[u])); // d·dx, the same product per lane
       const int32_t *xq = (const int32_t *)(x[r].q + 32 * u);
