@@ -17,6 +17,7 @@ import { generate } from "../src/engines/generate.js";
 import { DEFAULT_SAMPLING } from "../src/engines/sampling.js";
 import { readGGUF } from "../src/io/gguf/reader.js";
 import { tokenizerFromMetadata } from "../src/io/tokenizer/index.js";
+import { encodeFirst } from "../src/io/tokenizer/encodeFirst.js";
 import { logSumExp } from "../src/primitives/index.js";
 import { toy, toyJson } from "./helpers/cli.js";
 import { fixtures, sharedDataDir } from "./helpers/fixtures.js";
@@ -56,6 +57,13 @@ test("Gemma 3: both prompts tokenize to llama.cpp's ids (BOS 2, no space prefix)
   assert.deepEqual(ids, loadRef(fx.dir, "llamacpp", `${NAME}.long`)!.prompt);
   assert.equal(tok.decode(ids), longText());
   assert.ok(tok.stopIds.has(1) && tok.stopIds.has(106), "<eos> and <end_of_turn> end generation");
+});
+
+test("Gemma 3: encodeFirst gives the whole text's first n ids (SentencePiece, byte fallback)", { skip }, () => {
+  const tok = tokenizerFromMetadata(file().metadata, modelPath);
+  const text = readFileSync(join(data!, "tinyshakespeare.txt"), "utf8").slice(0, 300_000);
+  const all = tok.encode(text);
+  for (const n of [1, 100, 4096, 30000, all.length]) assert.deepEqual(encodeFirst(tok, text, n), all.slice(0, n), `n = ${n}`);
 });
 
 /**

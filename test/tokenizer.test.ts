@@ -9,6 +9,7 @@ import { ModelFileError } from "../src/errors.js";
 import type { GGUFValue } from "../src/io/gguf/reader.js";
 import { readGGUFHeader } from "../src/io/gguf/reader.js";
 import { tokenizerFromMetadata, type Tokenizer } from "../src/io/tokenizer/index.js";
+import { encodeFirst } from "../src/io/tokenizer/encodeFirst.js";
 import { BYTE_TO_CHAR } from "../src/io/tokenizer/bytes.js";
 import { fixtures, sharedDataDir } from "./helpers/fixtures.js";
 
@@ -290,3 +291,21 @@ test("bad vocabularies are ModelFileErrors naming the file and the key", () => {
   assert.throws(() => tokenizerFromMetadata(noTokens, "z.gguf"), (e: unknown) => e instanceof ModelFileError && /tokenizer\.ggml\.tokens/.test(e.message));
   assert.throws(() => tokenizerFromMetadata(new Map(), "w.gguf"), (e: unknown) => e instanceof ModelFileError && /tokenizer\.ggml\.model/.test(e.message));
 });
+
+// --- the first n ids of a long text (toy eval --max-tokens) ----------------------------------
+
+const shakespeare = (() => {
+  const dir = sharedDataDir();
+  const path = dir === undefined ? undefined : join(dir, "tinyshakespeare.txt");
+  return path !== undefined && existsSync(path) ? readFileSync(path, "utf8") : undefined;
+})();
+const noText = fx.skip || (shakespeare === undefined && "../shared/data/tinyshakespeare.txt is absent");
+if (noText && !fx.skip) console.warn(`# SKIP encodeFirst on a long text: ${noText}`);
+
+for (const name of ["SmolLM2-135M-Instruct.Q4_1", "llama-tiny"])
+  test(`${name}: encodeFirst gives the whole text's first n ids, for any n`, { skip: noText }, () => {
+    const tok = model(name), text = shakespeare!;
+    const all = tok.encode(text);
+    for (const n of [1, 7, 100, 1000, 4096, 30000, all.length, all.length + 5])
+      assert.deepEqual(encodeFirst(tok, text, n), all.slice(0, n), `n = ${n}`);
+  });

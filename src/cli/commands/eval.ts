@@ -11,6 +11,7 @@ import { classify, formatConfusion } from "../../engines/classify.js";
 import { readGGUF, readGGUFHeader } from "../../io/gguf/reader.js";
 import { loadImageData } from "../../io/images/index.js";
 import { resolveModelPath } from "../../io/discovery/modelNames.js";
+import { encodeFirst } from "../../io/tokenizer/encodeFirst.js";
 import { checkIds, idList, int, openModel, printJson } from "../common.js";
 import { progressBar } from "../progress.js";
 import { backendOptions, cacheTypeOption } from "./options.js";
@@ -68,7 +69,7 @@ async function runEval(modelPath: string, flags: EvalFlags): Promise<void> {
     if (flags.file !== undefined) {
       try { text = readFileSync(flags.file, "utf8"); } catch (e) { throw new ToyError(`${flags.file}: cannot read (${(e as NodeJS.ErrnoException).code ?? e})`); }
     }
-    ids = tokenizer.encode(text!);
+    ids = flags.maxTokens === undefined ? tokenizer.encode(text!) : encodeFirst(tokenizer, text!, flags.maxTokens);
   }
   checkIds(ids, model.nVocab);
   if (flags.maxTokens !== undefined) ids = ids.slice(0, flags.maxTokens);
