@@ -22,6 +22,14 @@
 #include "toy.h"
 
 #define ATT_CHUNK 128
+// Below this much work (rows × KV heads × keys × head size) the (row, KV head) items run on the
+// calling thread alone. 32768 kept decode attention over SmolLM2's 3 KV heads on one thread up to
+// 170 cached positions: at ~100 a layer took 15–18 µs with 2 threads; handing the heads to both
+// threads from 43 positions on took it to 12–13 (Ice Lake, 2026-12-07, per-kernel times inside
+// decode). Who computes an item changes no bits.
+#ifndef ATT_SERIAL_WORK
+#define ATT_SERIAL_WORK 8192
+#endif
 
 typedef struct {
   const float *q; const uint8_t *k, *v; int type; int64_t rowBytes, headBytes;
@@ -131,7 +139,7 @@ void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, i
     return;
   }
   const int64_t items = T * nKV;
-  if (items * nKeys * headDim < 32768) for (int64_t i = 0; i < items; i++) PICK_ATT(att_rows)(&a, i, 0);
+  if (items * nKeys * headDim < ATT_SERIAL_WORK) for (int64_t i = 0; i < items; i++) PICK_ATT(att_rows)(&a, i, 0);
   else pool_for(PICK_ATT(att_rows), &a, items);
 }
 
