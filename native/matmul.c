@@ -17,7 +17,8 @@ enum { XQ_Q8_0, XQ_Q8_1, XQ_Q8K, XQ_BF16 }; // how activations are quantized (ll
 
 typedef struct { uint8_t *q; int16_t *sc; float *D; float *M; float *f; } wrow_t;
 // An activation row quantized in blocks of 32 (Q8_0 and Q8_1 schemes): codes q, scales dx, the
-// float sums fs of each half block (or block), and sx, the exact integer sum of each block's codes.
+// float sums fs of each half block (or block), and sx, the exact integer sum of each block's codes
+// (NULL unless mm_t.xsums: Q4_0's kernels read it).
 typedef struct {
   int8_t *q; float *dx; float *fs; int32_t *sx;
   const int32_t *nk; // the VNNI signed kernels' −k·Σx lanes per block (vnni_chunk fills it; NULL elsewhere)
@@ -26,6 +27,7 @@ typedef struct {
   const float *x; const uint8_t *w; int type, kind, xscheme; int64_t rows, cols, T; size_t rb;
   float *out; uint8_t *xq; size_t xstride;
   int packed; // w is vnni_repack's layout (eight-row groups block-interleaved)
+  int xsums;  // the quantized activation rows hold their integer block sums (xrow_t.sx)
 } mm_t;
 
 // k_repack's layout splits the blocks of the quantized types, whose eight-row kernels read fields
@@ -81,7 +83,7 @@ static inline void split_get(const uint8_t *f, const uint8_t *step, int i, uint8
 static inline xrow_t xrow_at(const mm_t *m, int64_t t) {
   uint8_t *base = m->xq + t * m->xstride;
   float *dx = (float *)(base + m->cols);
-  xrow_t r = { (int8_t *)base, dx, dx + m->cols / 32, (int32_t *)(dx + 3 * (m->cols / 32)), NULL };
+  xrow_t r = { (int8_t *)base, dx, dx + m->cols / 32, m->xsums ? (int32_t *)(dx + 3 * (m->cols / 32)) : NULL, NULL };
   return r;
 }
 
@@ -270,11 +272,15 @@ static void quantize_x(mm_plan_t *plans, int n) {
   toy_chunk_fn quantize = quantize_chunk_generic;
 #endif
   const int64_t nu = m->cols / 32;
-  m->xstride = m->xscheme == XQ_BF16 ? (2 * m->cols + 63) & ~(size_t)63 : (m->cols + 16 * nu + 63) & ~(size_t)63;
+  // The integer block sums (xrow_t.sx) only where a Q4_0 weight reads them: a wider row slowed
+  // the other types' prompt products by 3–6% (Ice Lake, paired rounds).
+  m->xsums = 0;
+  for (int i = 0; i < n; i++) m->xsums |= plans[i].m.type == T_Q4_0;
+  m->xstride = m->xscheme == XQ_BF16 ? (2 * m->cols + 63) & ~(size_t)63 : (m->cols + (m->xsums ? 16 : 12) * nu + 63) & ~(size_t)63;
   m->xq = pool_scratch(0, 3, m->xstride * m->T);
   if (m->T * m->cols < 16384) for (int64_t t = 0; t < m->T; t++) quantize(m, t, 0);
   else pool_for(quantize, m, m->T);
-  for (int i = 1; i < n; i++) { plans[i].m.xq = m->xq; plans[i].m.xstride = m->xstride; }
+  for (int i = 1; i < n; i++) { plans[i].m.xq = m->xq; plans[i].m.xstride = m->xstride; plans[i].m.xsums = m->xsums; }
 }
 
 void k_matmul_packed(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out, int packed) {

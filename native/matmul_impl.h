@@ -453,7 +453,7 @@ static void NAME(quantize_x)(const float *x, int64_t cols, const xrow_t *xr, int
     }
 #endif
     xr->dx[u] = d;
-    xr->sx[u] = slo + shi;
+    if (xr->sx) xr->sx[u] = slo + shi;
     if (scheme == XQ_Q8_1) { // one offset sum per block, rounded to a half as block_q8_1.s is
       xr->fs[2 * u] = round_f16(amax / 127.0f * (float)(slo + shi));
       xr->fs[2 * u + 1] = 0.0f;

@@ -727,6 +727,7 @@ static void vnni_chunk(void *p, int64_t blk, int ith) {
     const int g = (int)((r1 - r0) / VT_ROWS);
     if (m->type == T_Q6_K) vt6_chunk_rows(m, r0, g, ith);
     else if (kq) vt45_chunk_rows(m, r0, g, ith);
+    else if (m->type == T_Q4_0) vt_q4_0_chunk_rows(m, r0, g, ith);
     else vt_chunk_rows(m, r0, g, ith);
     r0 += (int64_t)g * VT_ROWS;
     if (r0 == r1) return;
