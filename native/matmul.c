@@ -241,7 +241,7 @@ static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, in
     // (each row reused from cache for many activation rows) take the eight-row VNNI kernels.
     // Same bits either way.
     const int vnni = toy_has_vnni && vnni_for(type, 1).x1;
-    p->fn = vnni && (packed || T > 3) ? vnni_chunk : packed && type == T_Q4_0 ? vd_q4_0_packed_chunk : vd_chunk;
+    p->fn = vnni && (packed || T > 3) ? vnni_chunk : vd_chunk;
     p->nchunks = (rows + VD_ROWS - 1) / VD_ROWS;
     p->mode = small ? RUN_SERIAL : T <= 3 ? RUN_RUNS : RUN_CHUNKS;
     return;

@@ -351,53 +351,31 @@ static vd_pair vd_for(int type) {
   }
 }
 
-/** vd_chunk for Q4_0 repacked on a CPU without AVX-512 VNNI (k_repack: whole groups of eight rows
- *  split, the rows past them as in the file): vd_q4_0_8_n for each group, vd_q4_0_n for the rest.
- *  Same bits either way. */
-static void vd_q4_0_packed_chunk(void *p, int64_t blk, int ith) {
-  (void)ith;
-  const mm_t *m = p;
-  const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
-  const int64_t r8 = rows / 8 * 8 < r1 ? rows / 8 * 8 : r1; // rows before r8 are in whole split groups
-  int64_t t = 0;
-  for (; t + 4 <= m->T; t += 4) {
-    const xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
-    float *out = m->out + t * rows;
-    int64_t r = r0;
-    for (; r < r8; r += 8) vd_q4_0_8_x4(m->w + r * m->rb, 8 * 18, xr, nu, out + r, rows);
-    for (; r < r1; r++) {
-      float o[4];
-      vd_q4_0_x4(m->w + r * m->rb, xr, nu, o);
-      for (int k = 0; k < 4; k++) out[k * rows + r] = o[k];
-    }
-  }
-  for (; t < m->T; t++) {
-    const xrow_t xr = xrow_at(m, t);
-    float *out = m->out + t * rows;
-    int64_t r = r0;
-    for (; r < r8; r += 8) vd_q4_0_8_x1(m->w + r * m->rb, 8 * 18, &xr, nu, out + r, rows);
-    for (; r < r1; r++) vd_q4_0_x1(m->w + r * m->rb, &xr, nu, out + r);
-  }
-}
-
 /** out[t, r] for the rows of one chunk and every activation row t: four activation rows per
- *  call while four remain, then one. Either way each output is the one-row kernel's sum. */
+ *  call while four remain, then one. Either way each output is the one-row kernel's sum. A weight
+ *  repacked on a CPU without AVX-512 VNNI (Q4_0 alone, k_repack) takes vd_q4_0_8_n for its whole
+ *  groups of eight rows; the rows past them are as in the file. Same bits either way. */
 static void vd_chunk(void *p, int64_t blk, int ith) {
   (void)ith;
   const mm_t *m = p;
   const vd_pair f = vd_for(m->type);
   const int64_t nu = m->cols / 32, rows = m->rows, r0 = blk * VD_ROWS, r1 = r0 + VD_ROWS < rows ? r0 + VD_ROWS : rows;
+  const int64_t r8 = !m->packed ? r0 : rows / 8 * 8 < r1 ? rows / 8 * 8 : r1; // rows before r8 are in split groups
   int64_t t = 0;
   for (; t + 4 <= m->T; t += 4) {
     const xrow_t xr[4] = { xrow_at(m, t), xrow_at(m, t + 1), xrow_at(m, t + 2), xrow_at(m, t + 3) };
     float o[4];
-    for (int64_t r = r0; r < r1; r++) {
+    int64_t r = r0;
+    for (; r < r8; r += 8) vd_q4_0_8_x4(m->w + r * m->rb, 8 * 18, xr, nu, m->out + t * rows + r, rows);
+    for (; r < r1; r++) {
       f.x4(m->w + r * m->rb, xr, nu, o);
       for (int k = 0; k < 4; k++) m->out[(t + k) * rows + r] = o[k];
     }
   }
   for (; t < m->T; t++) {
     const xrow_t xr = xrow_at(m, t);
-    for (int64_t r = r0; r < r1; r++) f.x1(m->w + r * m->rb, &xr, nu, m->out + t * rows + r);
+    int64_t r = r0;
+    for (; r < r8; r += 8) vd_q4_0_8_x1(m->w + r * m->rb, 8 * 18, &xr, nu, m->out + t * rows + r, rows);
+    for (; r < r1; r++) f.x1(m->w + r * m->rb, &xr, nu, m->out + t * rows + r);
   }
 }

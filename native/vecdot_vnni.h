@@ -691,10 +691,11 @@ static size_t vnni_block_bytes(int type) {
   }
 }
 
-/** The signed kernels' offset k (their unsigned codes are q + k), 0 for the other types. */
+/** The offset k of the signed types in llama.cpp's vec_dot order (vpdpbusd's unsigned codes are
+ *  q + k; vnni_signed_nk's −k·Σx lanes), 0 for the other types. Q4_0's kernels, in their own
+ *  order, subtract 8·Σx from whole-block sums (x->sx). */
 static int vnni_signed_k(int type) {
   switch (type) {
-    case T_Q4_0: return 8;
     case T_Q5_0: return 16;
     case T_Q8_0: return 128;
     default: return 0;
@@ -733,7 +734,7 @@ static void vnni_chunk(void *p, int64_t blk, int ith) {
     if (r0 == r1) return;
   }
   const int64_t r8 = f8.x1 ? r0 + (r1 - r0) / VNNI_ROWS * VNNI_ROWS : r0; // rows the eight-row kernel takes
-  const int k = m->type == T_Q4_0 ? 0 : vnni_signed_k(m->type); // vnni_signed_n's correction (Q4_0's kernels take x->sx)
+  const int k = vnni_signed_k(m->type);
   int32_t *nk = k ? pool_scratch(ith, 0, (size_t)(4 * 8 * nu) * sizeof(int32_t)) : NULL;
   int64_t t = 0;
   for (; t + 4 <= m->T; t += 4) {
