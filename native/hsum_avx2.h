@@ -31,4 +31,12 @@ static inline int32_t hsum_i32_avx2(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+/** hsum_i32_avx2 of eight vectors at once: lane c = the sum of v[c]'s eight lanes. */
+static inline __m256i hsum8_i32_avx2(const __m256i *v) {
+  const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+  const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+  const __m256i g0 = _mm256_hadd_epi32(h01, h23), g1 = _mm256_hadd_epi32(h45, h67); // v0..v3's halves | v4..v7's
+  return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+}
+
 #endif

@@ -52,20 +52,12 @@ static inline __m256 vd_ss(__m256i a, __m256i b) {
 // Q4_0 follows the order of llama.cpp's repacked Q4_0 kernels (ggml-cpu/arch/x86/repack.cpp, its
 // gemv and gemm on AVX2 and AVX-512, which take Q4_0 weights of 8·n rows): each block's dot Σ q·x
 // summed exactly in integers, converted once and scaled once, one chain per output, block after
-// block:  acc = fma(float(Σ q·x), d·dx, acc).  So toy's Q4_0 products are the bits of the newest
-// llama.cpp on x86 (given the same activations), and every kernel of this type (vnni_q4_0_split_n,
+// block:  acc = fma(float(Σ q·x), d·dx, acc): the same float operations as the newest llama.cpp on
+// x86 (given the same activations), and every kernel of this type (vnni_q4_0_split_n,
 // vt_q4_0_n) takes one conversion and one FMA a block where the vec_dot order took eight of
 // each. Here eight blocks' integer dots are summed at once (lane c: block u0 + c), then chained.
 // The other types keep llama.cpp's vec_dot order (eight float lanes per output), as llama.cpp of
 // 2026-10-01 runs them on x86.
-
-/** Lane c = the sum of v[c]'s eight lanes (exact integer sums). */
-static inline __m256i vd_hsum8_i32(const __m256i *v) {
-  const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
-  const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
-  const __m256i g0 = _mm256_hadd_epi32(h01, h23), g1 = _mm256_hadd_epi32(h45, h67); // v0..v3's halves | v4..v7's
-  return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
-}
 
 /** acc = fma(f_c, s_c, acc) for c = 0, 1, 2, 3 (lane 0 of acc; the other lanes are don't-cares). */
 static inline __m128 vd_chain4(__m128 f, __m128 s, __m128 acc) {
@@ -119,7 +111,7 @@ VD_KERNEL void vd_q4_0_group(const uint8_t *w, const xrow_t *x, int NR, int64_t 
     const __m256 dx = n == 8 ? _mm256_loadu_ps(x[r].dx + u0)
                              : _mm256_maskload_ps(x[r].dx + u0, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
     s[r] = _mm256_mul_ps(dv, dx); // d·dx
-    f[r] = _mm256_cvtepi32_ps(vd_hsum8_i32(dot));
+    f[r] = _mm256_cvtepi32_ps(hsum8_i32_avx2(dot));
   }
 }
 
