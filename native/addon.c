@@ -19,6 +19,7 @@ int toy_has_avx512 = 0;
 int toy_has_vnni = 0;
 int toy_stream_l1 = 0; // prefetch.h
 int toy_stream_hw = 0; // prefetch.h
+int toy_split6_l1 = 0; // prefetch.h
 int toy_kv_l2 = 0;     // attention_impl.h
 int toy_has_bf16 = 0;
 void matmul_init(void);
@@ -808,9 +809,11 @@ static void init_once(void) {
   if (f && !strcmp(f, "avx2")) toy_has_avx512 = toy_has_vnni = toy_has_bf16 = 0;
   if (f && !strcmp(f, "avx512vnni")) toy_has_bf16 = 0;
   // Where decode's software prefetches put their lines, per CPU: the weights into L1 on AMD and
-  // L2 elsewhere (prefetch.h), the KV cache the other way round (attention_impl.h).
-  const int amd = __builtin_cpu_is("amd");
-  toy_stream_l1 = env_choice("TOY_STREAM_PREFETCH", "l1", "l2", amd);
+  // on Ice Lake servers, into L2 on the other Intel CPUs (prefetch.h); the KV cache into L2 on AMD
+  // and into L1 elsewhere (attention_impl.h).
+  const int amd = __builtin_cpu_is("amd"), icelake_server = __builtin_cpu_is("icelake-server");
+  toy_stream_l1 = env_choice("TOY_STREAM_PREFETCH", "l1", "l2", amd || icelake_server);
+  toy_split6_l1 = icelake_server;
   toy_kv_l2 = env_choice("TOY_KV_PREFETCH", "l2", "l1", amd);
   // F16 and Q8_0 decode streams: left to the hardware prefetcher on AMD (prefetch.h).
   toy_stream_hw = env_choice("TOY_WIDE_PREFETCH", "hw", "sw", amd);

@@ -8,23 +8,32 @@
 // on memory for most of its time. Asking for the lines STREAM_AHEAD bytes ahead of the kernel
 // overlaps the two: 10–12 GB/s, and SmolLM2 Q4_0 decode on 1 thread went from ~70 to ~125 t/s.
 // Distances of 2–16 KB all helped there (interleaved runs); 4 KB was as good as any.
-// Where the lines go depends on the CPU (toy_stream_l1, set at load by addon.c): into L2
-// (prefetcht1) on Intel, into L1 (prefetcht0) on AMD.
-// - Intel: an L1 prefetch holds one of the core's few L1 miss
+// Where the lines go depends on the CPU (toy_stream_l1, set at load by addon.c): into L1
+// (prefetcht0) on AMD and on Ice Lake servers, into L2 (prefetcht1) on the other Intel CPUs.
+// - Intel Xeon, Emerald Rapids: an L1 prefetch holds one of the core's few L1 miss
 // buffers until its line arrives, which capped one thread's stream at about what those buffers
 // carry; into L2 the requests queue deeper. On the Intel Xeon (KVM, family 6 model 207), one thread's decode
 // products read from memory at 13–14 GB/s (F32, F16, BF16, Q8_0; bench/kernelRates.ts) against
 // 10–12 with prefetcht0, and SmolLM2 decode (tg64, 5 interleaved pairs) went F16 36.5 → 41.2 t/s
 // with one thread and 73.3 → 76.2 with two, Q8_0 72.2 → 79.5 and 140.5 → 148.7; the quantized
 // types limited by unpacking (Q4_K) read about as before.
+// - Intel Xeon, Ice Lake (KVM, family 6 model 106, 1.25 MB L2, 48 MB L3; `icelake-server` to
+//   GCC): the other way round, like AMD. SmolLM2 decode at depth 0, prefetcht0 against prefetcht1
+//   4 KB ahead, t/s, paired rounds of 64 steps alternating inside one process (10–12 pairs,
+//   2026-12-07): 1 thread Q4_0 1.04×, Q8_0 1.10×, F16 1.05×, Q4_K_M 1.08×, Q6_K 1.07×, Gemma 3
+//   1.03×; 2 threads Q4_0 1.04×, Q8_0 1.06×; Q4_0 at depths 1024 and 4096, 1.02× and 1.04×.
+//   prefetcht0 2, 8, 12, 16 or 24 KB ahead: no better than 4 (0.94–1.03×). prefetchnta: 0.8×.
+//   The split Q6_K kernel takes prefetcht0 there too (stream_prefetch_split6; its file 1.02× with
+//   1 and with 2 threads). (Stop 47 had seen the two even in alternating processes, whose
+//   spread hid a difference of this size.)
 // - AMD EPYC (Zen 4, KVM, 1 MB L2, 32 MB L3): the other way round. SmolLM2 decode, ms per step,
 //   medians of 3–5 interleaved runs (2026-12-06): prefetcht0 against prefetcht1, 1 thread, F16
 //   11.3 against 13.9, Q8_0 7.19 against 8.43, Q4_0 6.02 against 6.71; 2 threads, F16 10.0
 //   against 10.3, Q8_0 5.86 against 6.27.
 //   The BF16 kernel (vecdot_bf16.h, one 64-byte vdpbf16ps block per row and step) is the
 //   exception: into L2 it decodes 12.0 ms/step against 14.2 into L1 (1 thread), so it always
-//   prefetches into L2 (stream_prefetch_l2). So does the split Q6_K kernel (vecdot_vnni.h,
-//   1680-byte steps read in four places at once): its product from memory (576 × 1536, one
+//   prefetches into L2 (stream_prefetch_l2). So does the split Q6_K kernel on AMD (vecdot_vnni.h,
+//   1680-byte steps read in four places at once; stream_prefetch_split6): its product from memory (576 × 1536, one
 //   thread, medians of 3) read 16.6 GB/s into L2 against 9.3 into L1 (the other split kernels
 //   read 4–38% faster into L1 than into L2, and faster still with no hint on AMD:
 //   stream_prefetch_wide). TOY_STREAM_PREFETCH=l1|l2 overrides the choice for the other
@@ -39,6 +48,7 @@
 
 extern int toy_stream_l1; // prefetcht0 (1) or prefetcht1 (0): see above
 extern int toy_stream_hw; // the wide kernels leave their stream to the hardware (1): see stream_prefetch_wide
+extern int toy_split6_l1; // the split Q6_K kernel prefetches into L1 (1) or L2 (0): see stream_prefetch_split6
 
 #ifndef STREAM_AHEAD
 #define STREAM_AHEAD 4096
@@ -55,6 +65,15 @@ static inline __attribute__((always_inline)) void stream_prefetch_l2(const void 
 /** stream_prefetch_l2, into L1 instead where toy_stream_l1 says so (AMD, above). */
 static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
   if (!toy_stream_l1) { stream_prefetch_l2(p, bytes); return; }
+  const char *a = (const char *)p + STREAM_AHEAD;
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
+}
+
+/** The split Q6_K kernel's stream (its 1680-byte steps read in four places at once): into L2 on
+ *  AMD and on the Intel Xeon of stop 30, whatever toy_stream_l1 says (above), into L1 on Ice Lake
+ *  servers (toy_split6_l1). */
+static inline __attribute__((always_inline)) void stream_prefetch_split6(const void *p, size_t bytes) {
+  if (!toy_split6_l1) { stream_prefetch_l2(p, bytes); return; }
   const char *a = (const char *)p + STREAM_AHEAD;
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
 }
@@ -76,8 +95,8 @@ static inline __attribute__((always_inline)) void stream_prefetch(const void *p,
  *  28.4 / 27.6, Q4_K 29.1 / 26.4, Q5_K 27.6 / 23.2 (2 or 8 KB ahead: no better); SmolLM2 decode,
  *  one thread, 8 rounds in alternating order: Q4_1 0.94× the step, Q4_0 0.97×, Q4_K_M and Gemma 3
  *  1.00× (two threads, Q4_0: 1.00×). Split Q6_K, whose step is read in four places at once, fell
- *  to 6.6 GB/s with the hardware alone: it takes stream_prefetch_l2. On the Intel Xeon the prefetch is what made F16
- *  and Q8_0 fast (above), so there they keep it. */
+ *  to 6.6 GB/s with the hardware alone: it takes stream_prefetch_split6. On the Intel Xeons the prefetch is what made F16
+ *  and Q8_0 fast (above; on Ice Lake the hardware alone read 0.8× as fast, stop 47), so there they keep it. */
 static inline __attribute__((always_inline)) void stream_prefetch_wide(const void *p, size_t bytes) {
   if (!toy_stream_hw) stream_prefetch(p, bytes);
 }

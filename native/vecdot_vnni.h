@@ -49,17 +49,17 @@ static inline __attribute__((always_inline)) void vnni_prefetch(const uint8_t *w
  *  apart, rb > us) vnni_prefetch's share of a later group; on the repacked layout, in decode (one
  *  activation row), the step's us bytes of the one stream STREAM_AHEAD further on (prefetch.h),
  *  as `how` says: VNNI_PF_STREAM (stream_prefetch: the pair kernels), VNNI_PF_WIDE
- *  (stream_prefetch_wide: the split kernels but Q6_K's, and the Q8_0 pair kernel) or VNNI_PF_L2
- *  (split Q6_K, stream_prefetch_l2). prefetch.h gives the measurements behind each choice.
+ *  (stream_prefetch_wide: the split kernels but Q6_K's, and the Q8_0 pair kernel) or VNNI_PF_SPLIT6
+ *  (split Q6_K, stream_prefetch_split6). prefetch.h gives the measurements behind each choice.
  *  Prompts over repacked rows reuse each block from cache for many activation rows: no hint.
  *  steps, step: the kernel's block steps and this one (blocks, or K-quant super-blocks). */
-enum { VNNI_PF_STREAM, VNNI_PF_WIDE, VNNI_PF_L2 };
+enum { VNNI_PF_STREAM, VNNI_PF_WIDE, VNNI_PF_SPLIT6 };
 static inline __attribute__((always_inline)) void vnni_step_prefetch(const uint8_t *w, const uint8_t *at, size_t rb, size_t us,
                                                                      int64_t steps, int64_t step, int NR, int how) {
   if (rb > us) vnni_prefetch(w, rb, steps, step);
   else if (NR != 1) return;
   else if (how == VNNI_PF_WIDE) stream_prefetch_wide(at, us);
-  else if (how == VNNI_PF_L2) stream_prefetch_l2(at, us);
+  else if (how == VNNI_PF_SPLIT6) stream_prefetch_split6(at, us);
   else stream_prefetch(at, us);
 }
 
@@ -579,7 +579,7 @@ VNNI_KERNEL void vnni_q6_K_split_n(const uint8_t *w, size_t rb, size_t us, const
     for (int k = 0; k < 4; k++) acc[r][k] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nu / 8; b++) {
     const uint8_t *blk = w + b * us;
-    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, VNNI_PF_L2); // steps: super-blocks; into L2 (prefetch.h)
+    vnni_step_prefetch(w, blk, rb, us, nu / 8, b, NR, VNNI_PF_SPLIT6); // steps: super-blocks (prefetch.h)
     const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + d_at)));
     const __m512i scq[2] = { _mm512_loadu_si512(blk + sc_at), _mm512_loadu_si512(blk + sc_at + 64) };
     __m512i sumi[4][4];
