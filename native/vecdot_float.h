@@ -66,9 +66,9 @@ static inline __attribute__((always_inline)) __m512 VF(load16)(int type, const u
  *  8k.. lie side by side, so one load holds both, and each 256-bit half runs VF(kernel)'s 8-lane
  *  chain for its row (the activation's eight values broadcast to both halves). The same bits,
  *  half the FMA instructions: where the FMA units are 512 bits wide (Intel Xeon) the prompt's
- *  float products ran at up to twice the rate of 256-bit ones. No software prefetch here (F32
- *  decode, the one decode that takes this kernel, ran no faster with prefetch.h's: at four bytes
- *  a value it asks for lines fast enough for the hardware prefetcher). */
+ *  float products ran at up to twice the rate of 256-bit ones. F32 decode, the one decode that
+ *  takes this kernel, prefetches in software only where that was faster (stream_prefetch_f32,
+ *  prefetch.h). */
 static inline __attribute__((always_inline)) void VF(kernel_pairs)(int type, const uint8_t *w, size_t bs, const float *const *x,
                                                                    int NR, int64_t cols, float *out, int64_t ostride) {
   __m512 acc[4][6]; // six activation rows: 24 accumulators, 4 weight registers and x's of AVX-512's 32
@@ -77,6 +77,7 @@ static inline __attribute__((always_inline)) void VF(kernel_pairs)(int type, con
   const uint8_t *wc = w;
   for (int64_t c = 0; c < cols; c += 8, wc += 8 * bs) {
     __m512 wv[4];
+    if (NR == 1) stream_prefetch_f32(wc, 8 * bs); // decode (prefetch.h)
     for (int p = 0; p < 4; p++) wv[p] = VF(load16)(type, wc + 2 * p * bs);
     for (int r = 0; r < NR; r++) {
       const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x[r] + c));
