@@ -63,20 +63,24 @@ static inline __attribute__((always_inline)) void stream_prefetch_l2(const void 
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 2); // prefetcht1
 }
 
-/** stream_prefetch_l2, into L1 instead where toy_stream_l1 says so (AMD, above). */
-static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
-  if (!toy_stream_l1) { stream_prefetch_l2(p, bytes); return; }
+/** stream_prefetch_l2 into L1. */
+static inline __attribute__((always_inline)) void stream_prefetch_l1(const void *p, size_t bytes) {
   const char *a = (const char *)p + STREAM_AHEAD;
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
+}
+
+/** stream_prefetch_l2, into L1 instead where toy_stream_l1 says so (AMD, Ice Lake servers, above). */
+static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
+  if (toy_stream_l1) stream_prefetch_l1(p, bytes);
+  else stream_prefetch_l2(p, bytes);
 }
 
 /** The split Q6_K kernel's stream (its 1680-byte steps read in four places at once): into L2 on
  *  AMD and on the Intel Xeon of stop 30, whatever toy_stream_l1 says (above), into L1 on Ice Lake
  *  servers (toy_split6_l1). */
 static inline __attribute__((always_inline)) void stream_prefetch_split6(const void *p, size_t bytes) {
-  if (!toy_split6_l1) { stream_prefetch_l2(p, bytes); return; }
-  const char *a = (const char *)p + STREAM_AHEAD;
-  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
+  if (toy_split6_l1) stream_prefetch_l1(p, bytes);
+  else stream_prefetch_l2(p, bytes);
 }
 
 /** The F32 decode kernel's stream (vecdot_float.h's pairs kernel, 256 bytes a step): left to the
