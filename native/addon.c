@@ -19,8 +19,7 @@ int toy_has_avx512 = 0;
 int toy_has_vnni = 0;
 int toy_stream_l1 = 0; // prefetch.h
 int toy_stream_hw = 0; // prefetch.h
-int toy_split6_l1 = 0; // prefetch.h
-int toy_f32_prefetch = 0; // prefetch.h
+int toy_stream_all = 0; // prefetch.h
 int toy_kv_l2 = 0;     // attention_impl.h
 int toy_has_bf16 = 0;
 void matmul_init(void);
@@ -814,7 +813,7 @@ static void init_once(void) {
   // and into L1 elsewhere (attention_impl.h).
   const int amd = __builtin_cpu_is("amd"), icelake_server = __builtin_cpu_is("icelake-server");
   toy_stream_l1 = env_choice("TOY_STREAM_PREFETCH", "l1", "l2", amd || icelake_server);
-  toy_split6_l1 = toy_f32_prefetch = icelake_server;
+  toy_stream_all = icelake_server; // the split Q6_K and F32 streams take that hint too there
   toy_kv_l2 = env_choice("TOY_KV_PREFETCH", "l2", "l1", amd);
   // F16 and Q8_0 decode streams: left to the hardware prefetcher on AMD (prefetch.h).
   toy_stream_hw = env_choice("TOY_WIDE_PREFETCH", "hw", "sw", amd);

@@ -22,10 +22,9 @@
 //   4 KB ahead, t/s, paired rounds of 64 steps alternating inside one process (10–12 pairs,
 //   2026-12-07): 1 thread Q4_0 1.04×, Q8_0 1.10×, F16 1.05×, Q4_K_M 1.08×, Q6_K 1.07×, Gemma 3
 //   1.03×; 2 threads Q4_0 1.04×, Q8_0 1.06×; Q4_0 at depths 1024 and 4096, 1.02× and 1.04×.
-//   prefetcht0 2, 8, 12, 16 or 24 KB ahead: no better than 4 (0.94–1.03×). prefetchnta: 0.8×.
-//   The split Q6_K kernel takes prefetcht0 there too (stream_prefetch_split6; its file 1.02× with
-//   1 and with 2 threads). (Stop 47 had seen the two even in alternating processes, whose
-//   spread hid a difference of this size.)
+//   prefetcht0 2, 8, 12, 16 or 24 KB ahead: no better than 4 (0.94–1.03×). The split Q6_K
+//   kernel takes prefetcht0 there too (stream_prefetch_split6; its file 1.02× with 1 and with 2
+//   threads), and so does F32 (stream_prefetch_f32).
 // - AMD EPYC (Zen 4, KVM, 1 MB L2, 32 MB L3): the other way round. SmolLM2 decode, ms per step,
 //   medians of 3–5 interleaved runs (2026-12-06): prefetcht0 against prefetcht1, 1 thread, F16
 //   11.3 against 13.9, Q8_0 7.19 against 8.43, Q4_0 6.02 against 6.71; 2 threads, F16 10.0
@@ -48,8 +47,7 @@
 
 extern int toy_stream_l1; // prefetcht0 (1) or prefetcht1 (0): see above
 extern int toy_stream_hw; // the wide kernels leave their stream to the hardware (1): see stream_prefetch_wide
-extern int toy_split6_l1; // the split Q6_K kernel prefetches into L1 (1) or L2 (0): see stream_prefetch_split6
-extern int toy_f32_prefetch; // the F32 decode kernel prefetches (1) or leaves its stream to the hardware (0): see stream_prefetch_f32
+extern int toy_stream_all; // the split Q6_K and F32 decode streams take stream_prefetch too (1): see stream_prefetch_split6, _f32
 
 #ifndef STREAM_AHEAD
 #define STREAM_AHEAD 4096
@@ -63,33 +61,28 @@ static inline __attribute__((always_inline)) void stream_prefetch_l2(const void 
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 2); // prefetcht1
 }
 
-/** stream_prefetch_l2 into L1. */
-static inline __attribute__((always_inline)) void stream_prefetch_l1(const void *p, size_t bytes) {
+/** stream_prefetch_l2, into L1 instead where toy_stream_l1 says so (AMD, Ice Lake servers, above). */
+static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
+  if (!toy_stream_l1) { stream_prefetch_l2(p, bytes); return; }
   const char *a = (const char *)p + STREAM_AHEAD;
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(a + o, 0, 3); // prefetcht0
 }
 
-/** stream_prefetch_l2, into L1 instead where toy_stream_l1 says so (AMD, Ice Lake servers, above). */
-static inline __attribute__((always_inline)) void stream_prefetch(const void *p, size_t bytes) {
-  if (toy_stream_l1) stream_prefetch_l1(p, bytes);
-  else stream_prefetch_l2(p, bytes);
-}
-
 /** The split Q6_K kernel's stream (its 1680-byte steps read in four places at once): into L2 on
- *  AMD and on the Intel Xeon of stop 30, whatever toy_stream_l1 says (above), into L1 on Ice Lake
- *  servers (toy_split6_l1). */
+ *  AMD and on the Intel Xeon of stop 30, whatever toy_stream_l1 says (above); on Ice Lake servers
+ *  (toy_stream_all) stream_prefetch's hint, as every other stream there. */
 static inline __attribute__((always_inline)) void stream_prefetch_split6(const void *p, size_t bytes) {
-  if (toy_split6_l1) stream_prefetch_l1(p, bytes);
+  if (toy_stream_all) stream_prefetch(p, bytes);
   else stream_prefetch_l2(p, bytes);
 }
 
 /** The F32 decode kernel's stream (vecdot_float.h's pairs kernel, 256 bytes a step): left to the
  *  hardware prefetcher (at four bytes a value it asks for lines fast enough for it: no faster
  *  with stream_prefetch on the Intel Xeon of stop 30), except on Ice Lake servers
- *  (toy_f32_prefetch), where stream_prefetch (prefetcht0 there) made SmolLM2 F32 decode 1.03–1.05×
+ *  (toy_stream_all), where stream_prefetch (prefetcht0 there) made SmolLM2 F32 decode 1.03–1.05×
  *  as fast with 1 thread and 1.05× with 2 (paired rounds inside one process, 2026-12-07). */
 static inline __attribute__((always_inline)) void stream_prefetch_f32(const void *p, size_t bytes) {
-  if (toy_f32_prefetch) stream_prefetch(p, bytes);
+  if (toy_stream_all) stream_prefetch(p, bytes);
 }
 
 /** stream_prefetch for the F16 and Q8_0 decode kernels (vecdot_float.h's kernel: also BF16 on CPUs
