@@ -9,6 +9,7 @@
         "native/quants.c",
         "native/matmul.c",
         "native/ops.c",
+        "native/plan.c",
         "native/attention.c",
         "native/bandwidth.c",
         "native/gemm.c",

@@ -66,6 +66,26 @@ static int get_f32(napi_env env, napi_value v, float *out, const char *name) {
 // pool_stats_call (pool.c) adds each kernel call's time to TOY_POOL_STATS's report.
 #define LOCKED(stmt) do { pthread_mutex_lock(&call_mu); const long t_ = pool_stats_begin(); stmt; pool_stats_call(t_); pthread_mutex_unlock(&call_mu); } while (0)
 
+// While a decode plan is recorded (plan.c, js_plan_begin), each kernel call below adds itself to it,
+// and the typed arrays it was given (or arrays of them) go onto the plan's keep list, so that its
+// memory lives as long as the plan. A call that cannot be replayed refuses the plan instead.
+static _Thread_local napi_ref keep_ref;
+static _Thread_local uint32_t keep_n;
+static toy_plan_cmd_t *record(napi_env env, int op, size_t argc, const napi_value *argv) {
+  if (!toy_recording) return NULL;
+  toy_plan_cmd_t *c = plan_add(toy_recording, op);
+  if (!c) return NULL;
+  napi_value keep;
+  napi_get_reference_value(env, keep_ref, &keep);
+  for (size_t i = 0; i < argc; i++) {
+    napi_valuetype t;
+    if (napi_typeof(env, argv[i], &t) == napi_ok && t == napi_object) napi_set_element(env, keep, keep_n++, argv[i]);
+  }
+  return c;
+}
+#define RECORD(op, fill) do { toy_plan_cmd_t *c = record(env, op, argc, argv); if (c) { fill; } } while (0)
+#define NOT_REPLAYABLE(why) do { if (toy_recording) plan_refuse(toy_recording, why); } while (0)
+
 // matmul(x, wBytes, type, rows, cols, T, out), and matmulPacked with the same arguments on
 // repack()'s layout of the weight.
 static napi_value matmul_call(napi_env env, napi_callback_info info, const char *name, int packed) {
@@ -80,6 +100,8 @@ static napi_value matmul_call(napi_env env, napi_callback_info info, const char 
   const uint8_t *wp = w.data;
   const size_t wlen = rb * (size_t)rows;
   readahead_before(&wp, &wlen, 1);
+  RECORD(OP_MATMUL, c->p[0] = x.data; c->p[1] = w.data; c->p[2] = out.data;
+         c->i[0] = type; c->i[1] = rows; c->i[2] = cols; c->i[3] = T; c->i[4] = packed);
   LOCKED(k_matmul_packed(x.data, w.data, (int)type, rows, cols, T, out.data, packed));
   return NULL;
 }
@@ -119,6 +141,7 @@ static napi_value js_matmul_multi(napi_env env, napi_callback_info info) {
   readahead_before(wp, wlen, (int)nw);
   int done;
   LOCKED(done = k_matmul_multi(x.data, (int)nw, ws, cols, T));
+  if (done) RECORD(OP_MULTI, c->p[0] = x.data; c->i[0] = cols; c->i[1] = T; c->i[2] = nw; memcpy(c->ws, ws, sizeof ws[0] * nw));
   napi_value r;
   napi_get_boolean(env, done != 0, &r);
   return r;
@@ -316,6 +339,8 @@ static napi_value js_get_rows(napi_env env, napi_callback_info info) {
   NEED(out.len >= ids.len * (size_t)cols, "getRows: out too small");
   const int32_t *id = ids.data;
   for (size_t i = 0; i < ids.len; i++) NEED(id[i] >= 0 && id[i] < rows, "getRows: id %d out of range [0, %lld)", id[i], (long long)rows);
+  RECORD(OP_GET_ROWS, c->p[0] = w.data; c->p[1] = ids.data; c->p[2] = out.data;
+         c->i[0] = type; c->i[1] = rows; c->i[2] = cols; c->i[3] = (int64_t)ids.len; c->i[4] = packed != 0);
   LOCKED(k_get_rows(w.data, (int)type, rows, cols, ids.data, (int64_t)ids.len, out.data, packed != 0));
   return NULL;
 }
@@ -325,6 +350,7 @@ static napi_value js_rms_norm(napi_env env, napi_callback_info info) {
   ARGS(6);
   F32A(0, x); F32A(1, w); INT(2, rows); INT(3, n); FLT(4, eps); F32A(5, out);
   NEED(rows >= 0 && n > 0 && x.len >= (size_t)(rows * n) && out.len >= (size_t)(rows * n) && w.len >= (size_t)n, "rmsNorm: bad sizes");
+  RECORD(OP_RMS_NORM, c->p[0] = x.data; c->p[1] = w.data; c->p[2] = out.data; c->i[0] = rows; c->i[1] = n; c->f[0] = eps);
   LOCKED(k_rms_norm(x.data, w.data, rows, n, eps, out.data));
   return NULL;
 }
@@ -337,6 +363,8 @@ static napi_value js_add_rms_norm(napi_env env, napi_callback_info info) {
   NEED(rows >= 0 && n > 0 && w.len >= (size_t)n, "addRmsNorm: bad shape");
   const size_t len = (size_t)(rows * n);
   NEED(a.len >= len && b.len >= len && sum.len >= len && out.len >= len, "addRmsNorm: bad sizes");
+  RECORD(OP_ADD_RMS_NORM, c->p[0] = a.data; c->p[1] = b.data; c->p[2] = w.data; c->p[3] = sum.data; c->p[4] = out.data;
+         c->i[0] = rows; c->i[1] = n; c->f[0] = eps);
   LOCKED(k_add(a.data, b.data, sum.data, (int64_t)len); k_rms_norm(sum.data, w.data, rows, n, eps, out.data));
   return NULL;
 }
@@ -351,6 +379,7 @@ static napi_value js_layer_norm(napi_env env, napi_callback_info info) {
   INT(3, rows); INT(4, n); FLT(5, eps); F32A(6, out);
   NEED(rows >= 0 && n > 0 && x.len >= (size_t)(rows * n) && out.len >= (size_t)(rows * n) && w.len >= (size_t)n, "layerNorm: bad sizes");
   NEED(!b.data || b.len >= (size_t)n, "layerNorm: bias too small");
+  RECORD(OP_LAYER_NORM, c->p[0] = x.data; c->p[1] = w.data; c->p[2] = b.data; c->p[3] = out.data; c->i[0] = rows; c->i[1] = n; c->f[0] = eps);
   LOCKED(k_layer_norm(x.data, w.data, b.data, rows, n, eps, out.data));
   return NULL;
 }
@@ -361,6 +390,8 @@ static napi_value js_rope(napi_env env, napi_callback_info info) {
   F32A(0, x); INT(1, T); INT(2, nHeads); INT(3, headDim); INT(4, ropeDims); I32A(5, pos); F32A(6, invFreq); INT(7, neox);
   NEED(T >= 0 && nHeads > 0 && headDim > 0 && ropeDims >= 0 && ropeDims <= headDim && ropeDims % 2 == 0 && ropeDims <= 2048, "rope: bad shape");
   NEED(x.len >= (size_t)(T * nHeads * headDim) && pos.len >= (size_t)T && invFreq.len >= (size_t)(ropeDims / 2), "rope: bad sizes");
+  RECORD(OP_ROPE, c->p[0] = x.data; c->p[1] = pos.data; c->p[2] = invFreq.data;
+         c->i[0] = T; c->i[1] = nHeads; c->i[2] = headDim; c->i[3] = ropeDims; c->i[4] = neox);
   LOCKED(k_rope(x.data, T, nHeads, headDim, ropeDims, pos.data, invFreq.data, (int)neox));
   return NULL;
 }
@@ -374,6 +405,8 @@ static napi_value js_rope_pair(napi_env env, napi_callback_info info) {
   NEED(T >= 0 && qHeads > 0 && kHeads > 0 && headDim > 0 && ropeDims >= 0 && ropeDims <= headDim && ropeDims % 2 == 0 && ropeDims <= 2048, "ropePair: bad shape");
   NEED(q.len >= (size_t)(T * qHeads * headDim) && k.len >= (size_t)(T * kHeads * headDim) && pos.len >= (size_t)T && invFreq.len >= (size_t)(ropeDims / 2),
        "ropePair: bad sizes");
+  RECORD(OP_ROPE_PAIR, c->p[0] = q.data; c->p[1] = k.data; c->p[2] = pos.data; c->p[3] = invFreq.data;
+         c->i[0] = T; c->i[1] = qHeads; c->i[2] = kHeads; c->i[3] = headDim; c->i[4] = ropeDims; c->i[5] = neox);
   LOCKED(k_rope(q.data, T, qHeads, headDim, ropeDims, pos.data, invFreq.data, (int)neox);
          k_rope(k.data, T, kHeads, headDim, ropeDims, pos.data, invFreq.data, (int)neox));
   return NULL;
@@ -387,6 +420,7 @@ static napi_value js_kv_store(napi_env env, napi_callback_info info) {
   const size_t rb = kv_row_bytes((int)type, (int64_t)x.len);
   NEED(rb, "storeKV: type %lld cannot store %zu values", (long long)type, x.len);
   NEED(off >= 0 && (size_t)off + rb <= dst.len, "storeKV: %zu bytes do not fit at %lld in %zu", rb, (long long)off, dst.len);
+  NOT_REPLAYABLE("storeKV (a plan binds keys and values stored together, storeKVPair)");
   LOCKED(k_kv_store(x.data, (int64_t)x.len, (int)type, (uint8_t *)dst.data + off));
   return NULL;
 }
@@ -399,6 +433,8 @@ static napi_value js_kv_store_pair(napi_env env, napi_callback_info info) {
   const size_t rb = kv_row_bytes((int)type, (int64_t)k.len);
   NEED(rb && v.len == k.len, "storeKVPair: type %lld cannot store %zu keys and %zu values", (long long)type, k.len, v.len);
   NEED(off >= 0 && (size_t)off + rb <= kDst.len && (size_t)off + rb <= vDst.len, "storeKVPair: %zu bytes do not fit at %lld in %zu / %zu", rb, (long long)off, kDst.len, vDst.len);
+  RECORD(OP_KV_PAIR, c->p[0] = k.data; c->p[1] = v.data; c->p[2] = kDst.data; c->p[3] = vDst.data;
+         c->i[0] = (int64_t)k.len; c->i[1] = off; c->i[2] = type; plan_bind_kv(toy_recording, c));
   LOCKED(k_kv_store(k.data, (int64_t)k.len, (int)type, (uint8_t *)kDst.data + off);
          k_kv_store(v.data, (int64_t)v.len, (int)type, (uint8_t *)vDst.data + off));
   return NULL;
@@ -417,6 +453,7 @@ static napi_value js_attention_batch(napi_env env, napi_callback_info info) {
   NEED(rb && kv_row_bytes((int)type, headDim), "attentionBatch: KV type %lld with head size %lld is not a KV-cache type (f32, f16, q8_0 with head size a multiple of 32)", (long long)type, (long long)headDim);
   NEED(segs.len % 4 == 0 && segs.len / 4 <= MAX_ATT_SEGS, "attentionBatch: segs must hold [start, T, pos0, nKeys] for at most %d sequences", MAX_ATT_SEGS);
   const int64_t nSeg = (int64_t)segs.len / 4, width = nHeads * headDim;
+  NOT_REPLAYABLE("attentionBatch (a plan is one sequence's step)");
   uint32_t nk = 0, nv = 0;
   bool isArr;
   NEED(napi_is_array(env, argv[3], &isArr) == napi_ok && isArr && napi_get_array_length(env, argv[3], &nk) == napi_ok &&
@@ -458,6 +495,9 @@ static napi_value js_attention(napi_env env, napi_callback_info info) {
   NEED(rb && kv_row_bytes((int)type, headDim), "attention: KV type %lld with head size %lld is not a KV-cache type (f32, f16, q8_0 with head size a multiple of 32)", (long long)type, (long long)headDim);
   NEED(q.len >= (size_t)(T * nHeads * headDim) && out.len >= (size_t)(T * nHeads * headDim), "attention: q/out too small");
   NEED(k.len >= (size_t)nKeys * rb && v.len >= (size_t)nKeys * rb, "attention: k/v too small");
+  RECORD(OP_ATTENTION, c->p[0] = q.data; c->p[1] = out.data; c->p[2] = k.data; c->p[3] = v.data;
+         c->i[0] = T; c->i[1] = pos0; c->i[2] = nKeys; c->i[3] = type; c->i[4] = nHeads; c->i[5] = nKV; c->i[6] = headDim;
+         c->i[7] = window; c->i[8] = causal; c->f[0] = scale; c->f[1] = softcap; plan_bind_kv(toy_recording, c));
   LOCKED(k_attention(q.data, k.data, v.data, (int)type, T, pos0, nKeys, nHeads, nKV, headDim, scale, softcap, window, (int)causal, out.data));
   return NULL;
 }
@@ -466,6 +506,7 @@ static napi_value binary(napi_env env, napi_callback_info info, int op) {
   ARGS(3);
   F32A(0, a); F32A(1, b); F32A(2, out);
   NEED(a.len >= out.len && b.len >= out.len, "elementwise: inputs shorter than out");
+  RECORD(op == 0 ? OP_SWIGLU : op == 1 ? OP_GEGLU : OP_ADD, c->p[0] = a.data; c->p[1] = b.data; c->p[2] = out.data; c->i[0] = (int64_t)out.len);
   LOCKED(if (op == 0) k_swiglu(a.data, b.data, out.data, out.len);
          else if (op == 1) k_geglu(a.data, b.data, out.data, out.len);
          else k_add(a.data, b.data, out.data, out.len));
@@ -479,6 +520,7 @@ static napi_value js_gelu(napi_env env, napi_callback_info info) {
   ARGS(2);
   F32A(0, x); F32A(1, out);
   NEED(x.len >= out.len, "gelu: x shorter than out");
+  RECORD(OP_GELU, c->p[0] = x.data; c->p[1] = out.data; c->i[0] = (int64_t)out.len);
   LOCKED(k_gelu(x.data, out.data, out.len));
   return NULL;
 }
@@ -487,6 +529,7 @@ static napi_value js_softmax(napi_env env, napi_callback_info info) {
   ARGS(3);
   F32A(0, x); INT(1, rows); INT(2, n);
   NEED(rows >= 0 && n > 0 && x.len >= (size_t)(rows * n), "softmax: bad sizes");
+  RECORD(OP_SOFTMAX, c->p[0] = x.data; c->i[0] = rows; c->i[1] = n);
   LOCKED(k_softmax(x.data, rows, n));
   return NULL;
 }
@@ -671,10 +714,19 @@ static napi_value js_sum_squares(napi_env env, napi_callback_info info) {
 }
 
 // scale(x, s): x ← x · s (the product in double)
+// scale(x, s[, out]): x ← x · s, or out = x · s (each product rounded from double, as JavaScript's).
 static napi_value js_scale(napi_env env, napi_callback_info info) {
   ARGS(2);
   F32A(0, x); DBL(1, s);
-  LOCKED(k_scale(x.data, (int64_t)x.len, s));
+  if (argc < 3) {
+    NOT_REPLAYABLE("scale in place");
+    LOCKED(k_scale(x.data, (int64_t)x.len, s));
+    return NULL;
+  }
+  F32A(2, out);
+  NEED(out.len == x.len, "scale: out has %zu values, x %zu", out.len, x.len);
+  RECORD(OP_SCALE, c->p[0] = x.data; c->p[1] = out.data; c->i[0] = (int64_t)x.len; c->d = s);
+  LOCKED(memmove(out.data, x.data, x.len * sizeof(float)); k_scale(out.data, (int64_t)x.len, s));
   return NULL;
 }
 
@@ -699,6 +751,80 @@ static napi_value js_dequantize(napi_env env, napi_callback_info info) {
 
 // mapFile(path): the file's bytes, memory-mapped (private copy-on-write, so a stray write never
 // reaches the file); unmapped when the ArrayBuffer is collected.
+// planBegin(keep, keys[], values[], rowBytes, rows): record the kernel calls from now until
+// planEnd (plan.c). keys[l] / values[l]: the KV cache's memory of layer l; rowBytes (Float64Array)
+// and rows (Int32Array, the step's row of each layer) are read again by every replay, so the
+// caller keeps them (and `keep`, where the recorded calls' arrays go) as long as the plan.
+static napi_value js_plan_begin(napi_env env, napi_callback_info info) {
+  ARGS(5);
+  NEED(!toy_recording, "planBegin: a plan is already being recorded");
+  bool isArr;
+  uint32_t nk = 0, nv = 0;
+  NEED(napi_is_array(env, argv[0], &isArr) == napi_ok && isArr, "planBegin: keep must be an array");
+  NEED(napi_is_array(env, argv[1], &isArr) == napi_ok && isArr && napi_get_array_length(env, argv[1], &nk) == napi_ok &&
+       napi_is_array(env, argv[2], &isArr) == napi_ok && isArr && napi_get_array_length(env, argv[2], &nv) == napi_ok && nk == nv && nk <= 4096,
+       "planBegin: keys and values must be arrays of as many layers (at most 4096)");
+  arr_t rowBytes, rows;
+  if (!get_arr(env, argv[3], napi_float64_array, &rowBytes, "rowBytes") || !get_arr(env, argv[4], napi_int32_array, &rows, "rows")) return NULL;
+  NEED(rowBytes.len >= nk && rows.len >= nk, "planBegin: rowBytes and rows need %u values", nk);
+  static const uint8_t *keys[4096], *values[4096];
+  for (uint32_t l = 0; l < nk; l++) {
+    napi_value kv, vv;
+    arr_t k, v;
+    if (napi_get_element(env, argv[1], l, &kv) != napi_ok || napi_get_element(env, argv[2], l, &vv) != napi_ok ||
+        !get_arr(env, kv, napi_uint8_array, &k, "keys[l]") || !get_arr(env, vv, napi_uint8_array, &v, "values[l]")) return NULL;
+    keys[l] = k.data; values[l] = v.data;
+  }
+  toy_plan_t *p = plan_begin((int)nk, keys, values, rowBytes.data, rows.data);
+  NEED(p, "planBegin: out of memory");
+  napi_create_reference(env, argv[0], 1, &keep_ref);
+  keep_n = 0;
+  toy_recording = p;
+  return NULL;
+}
+
+static void plan_finalize(napi_env env, void *data, void *hint) { (void)env; (void)hint; plan_free(data); }
+
+// planEnd(result, logits): stop recording. result: the forward's output, which the caller keeps
+// (the plan writes logits, of the same length, instead); null: the forward failed. Returns the
+// plan, or why it cannot be replayed (a string).
+static napi_value js_plan_end(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  toy_plan_t *p = toy_recording;
+  NEED(p, "planEnd: no plan is being recorded");
+  toy_recording = NULL;
+  napi_delete_reference(env, keep_ref);
+  keep_ref = NULL;
+  napi_valuetype t;
+  napi_typeof(env, argv[0], &t);
+  napi_value r;
+  if (t == napi_null || t == napi_undefined) plan_refuse(p, "the forward failed");
+  else {
+    arr_t result, logits;
+    if (!get_arr(env, argv[0], napi_float32_array, &result, "result") || !get_arr(env, argv[1], napi_float32_array, &logits, "logits")) { plan_free(p); return NULL; }
+    if (logits.len != result.len) plan_refuse(p, "logits of another length than the result");
+    else plan_remap(p, result.data, result.len, logits.data);
+  }
+  const char *why = plan_invalid(p);
+  if (why) {
+    napi_create_string_utf8(env, why, NAPI_AUTO_LENGTH, &r);
+    plan_free(p);
+    return r;
+  }
+  napi_create_external(env, p, plan_finalize, NULL, &r);
+  return r;
+}
+
+// planRun(plan): the recorded calls again (one call per decode step).
+static napi_value js_plan_run(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  void *p = NULL;
+  NEED(napi_get_value_external(env, argv[0], &p) == napi_ok && p, "planRun: expected a plan from planEnd");
+  NEED(!toy_recording, "planRun: a plan is being recorded");
+  LOCKED(plan_run(p));
+  return NULL;
+}
+
 static void maps_remove(const void *p);
 static void unmap(napi_env env, void *data, void *hint) { (void)env; maps_remove(data); readahead_unregister(data); munmap(data, (size_t)hint); }
 
@@ -835,7 +961,7 @@ NAPI_MODULE_INIT() {
     FN("attentionTrainBackward", js_attention_train_backward), FN("gatedBackward", js_gated_backward),
     FN("rmsNormBackward", js_rms_norm_backward), FN("ropeBackward", js_rope_backward), FN("crossEntropy", js_cross_entropy),
     FN("crossEntropyBackward", js_cross_entropy_backward), FN("adamw", js_adamw), FN("sumSquares", js_sum_squares),
-    FN("scale", js_scale), FN("accumulate", js_accumulate),
+    FN("scale", js_scale), FN("accumulate", js_accumulate), FN("planBegin", js_plan_begin), FN("planEnd", js_plan_end), FN("planRun", js_plan_run),
 #undef FN
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

@@ -54,6 +54,31 @@ typedef struct { const uint8_t *w; int type; int packed; int64_t rows; float *ou
  *  Returns 0 (nothing computed) when their activations are quantized differently; call each alone. */
 int k_matmul_multi(const float *x, int n, const toy_mm_weight_t *ws, int64_t cols, int64_t T);
 
+// --- a decode step recorded and replayed (plan.c) ---
+enum { OP_MATMUL, OP_MULTI, OP_GET_ROWS, OP_RMS_NORM, OP_ADD_RMS_NORM, OP_LAYER_NORM, OP_ROPE_PAIR, OP_ROPE, OP_KV_PAIR,
+       OP_ATTENTION, OP_SWIGLU, OP_GEGLU, OP_ADD, OP_GELU, OP_SOFTMAX, OP_SCALE };
+#define TOY_PLAN_PTRS 5
+/** One recorded kernel call: its pointers, integers and floats in the order plan_run reads them
+ *  (addon.c's record sites fill them); layer: the KV-cache layer it is bound to (-1: none). */
+typedef struct { int op, layer; void *p[TOY_PLAN_PTRS]; int64_t i[9]; float f[2]; double d; toy_mm_weight_t ws[TOY_MM_MULTI_MAX]; } toy_plan_cmd_t;
+typedef struct toy_plan toy_plan_t;
+/** The plan being recorded (NULL: none): addon.c adds each kernel call it runs. */
+extern _Thread_local toy_plan_t *toy_recording;
+/** A plan for a cache of nLayers layers (keys[l], values[l] their memory); rowBytes and rows stay the caller's. */
+toy_plan_t *plan_begin(int nLayers, const uint8_t **keys, const uint8_t **values, const double *rowBytes, const int32_t *rows);
+void plan_free(toy_plan_t *p);
+/** A new call at the end of p (NULL when p cannot be replayed). */
+toy_plan_cmd_t *plan_add(toy_plan_t *p, int op);
+/** Bind a storeKVPair or attention call to its layer (p[2], p[3]: its keys and values). */
+void plan_bind_kv(toy_plan_t *p, toy_plan_cmd_t *c);
+/** Mark p as not replayable (the first reason stays). */
+void plan_refuse(toy_plan_t *p, const char *why);
+const char *plan_invalid(const toy_plan_t *p);
+/** Pointers into from[0..n) now point at the same places of to. */
+void plan_remap(toy_plan_t *p, const float *from, size_t n, float *to);
+/** Every recorded call again, in order (the caller holds the kernels' lock). */
+void plan_run(const toy_plan_t *p);
+
 // --- readahead of the next product's weights by waiting workers (readahead.c) ---
 /** Memory that may be read ahead (a file mapping, a repacked copy) until readahead_unregister(p). */
 void readahead_init(void); // reads TOY_READAHEAD

@@ -7,8 +7,10 @@ import { checkKVType, DEFAULT_KV_TYPE, type KVType } from "../blocks/kvCacheType
 import type { Ops, Value } from "../blocks/ops.js";
 import { hugePageBytes } from "../primitives/index.js";
 import type { GGUFFile } from "../io/gguf/reader.js";
-import type { Tensor } from "../tensor/tensor.js";
 import { Workspace } from "../tensor/workspace.js";
+import { Tensor } from "../tensor/tensor.js";
+import { kernelsFor } from "../backends/index.js";
+import { DecodeReplay } from "./decodeReplay.js";
 import type { ModelConfig } from "./config.js";
 import { attentionConfig, decoderTensors, type TensorSpec } from "./layers.js";
 import { decoderForward } from "./llama.js";
@@ -79,6 +81,9 @@ export function forwardOf(arch: Architecture): Forward {
 export interface ModelOptions {
   /** KV-cache storage type (default f32: the references' numerics; the CLI defaults to f16). */
   cacheType?: KVType;
+  /** Replay recorded decode steps where the backend can (archs/decodeReplay.ts; default true:
+   *  the same bits, faster). false: every step runs the forward. */
+  replay?: boolean;
 }
 
 export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConfig, device: Device, opts: ModelOptions = {}): LanguageModel {
@@ -90,6 +95,7 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
   const cacheType = checkKVType(opts.cacheType ?? DEFAULT_KV_TYPE, config.headDim);
   const windows = Array.from({ length: config.nLayer }, (_, l) => attentionConfig(config, l).attn.window);
   const workspace = new Workspace();
+  let replay: DecodeReplay | null | undefined; // decided at the first decode step
   return {
     arch: arch.name, file, device, config, cacheType,
     nVocab: config.nVocab, contextLength: config.contextLength,
@@ -107,13 +113,28 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
   };
 
   function run(sequences: readonly { ids: Int32Array; cache: KVCache }[], allRows: boolean): Tensor {
+    // A decode step of one sequence: replayed when its cache has a recorded step, else recorded.
+    const step = sequences.length === 1 && sequences[0].ids.length === 1 && replayer() ? sequences[0] : null;
+    if (step) {
+      const logits = replay!.replay(step.ids[0], step.cache);
+      if (logits) return new Tensor([1, config.nVocab], logits, device);
+    }
     const batch = layoutBatch(sequences);
     const { segments, ids, positions } = batch, lastRows = allRows ? null : batch.lastRows;
     const ops = new InferenceOps(weights, ropes, device, segments, positions, lastRows);
     // Activation arrays are reused layer after layer and from one forward to the next of the
     // same shape (decode steps; a prompt read in chunks): about one layer's worth stays resident.
-    const out = workspace.run(() => forward(ops, config, ids), (logits) => logits.data);
+    const pass = () => workspace.run(() => forward(ops, config, ids), (logits) => logits.data);
+    const out = step ? replay!.record(step.cache, ops, ids, pass, (logits) => logits.data, config.nVocab) : pass();
     for (const s of segments) s.cache!.length += s.length;
     return out;
+  }
+
+  function replayer(): DecodeReplay | null {
+    if (replay === undefined) {
+      const k = opts.replay === false ? null : kernelsFor(device);
+      replay = k?.recordStep ? new DecodeReplay({ recordStep: k.recordStep.bind(k) }) : null;
+    }
+    return replay;
   }
 }

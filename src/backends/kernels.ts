@@ -112,7 +112,33 @@ export interface Kernels {
   /** sum = a + b, then out = rmsNorm(sum) over rows of length n. */
   addRmsNorm?(a: Float32Array, b: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, sum: Float32Array, out: Float32Array): void;
 
+  /** out = x · s, each product rounded from double to float32 (primitives/scale.ts's bits). */
+  scale?(x: Float32Array, s: number, out: Float32Array): void;
+
   /** `bytes` zeroed bytes on transparent huge pages (one TLB entry per 2 MB, not per 4 KB), for a
    *  buffer that every decode step reads through (the KV cache); null where there are none. */
   allocHugePages?(bytes: number): Uint8Array | null;
+
+  /**
+   * Run fn and record the kernel calls it makes, to run them again later by one call (a decode
+   * step: archs/decodeReplay.ts). What changes between replays must be in memory the calls read:
+   * their typed arrays, and the KV cache's row of each layer (`kv.rows`), to which the cache's
+   * calls are bound. result(out): fn's output, which the caller keeps; a replay writes `logits`
+   * instead. plan: the replayable recording, or why there is none.
+   */
+  recordStep?<R>(kv: StepKV, fn: () => R, result: (out: R) => Float32Array, logits: Float32Array): { out: R; plan: StepPlan | string };
+}
+
+/** The KV cache a recorded step writes: each layer's memory, row size, and the step's row. */
+export interface StepKV {
+  keys: Uint8Array[];
+  values: Uint8Array[];
+  rowBytes: Float64Array;
+  /** Layer l's row for the step: read again by every replay, so the caller updates it before one. */
+  rows: Int32Array;
+}
+
+/** A recorded step (Kernels.recordStep). */
+export interface StepPlan {
+  run(): void;
 }

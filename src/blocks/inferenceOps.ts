@@ -42,6 +42,12 @@ export class RopeTables {
 }
 
 export class InferenceOps implements Ops<Tensor> {
+  /**
+   * Whether an op computed in TypeScript (not in the backend's kernels): a recorded decode step
+   * (archs/decodeReplay.ts) replays only kernel calls, so such a forward is never replayed.
+   */
+  computedInScript = false;
+
   constructor(
     private readonly weights: StoredWeights,
     private readonly ropes: RopeTables,
@@ -68,7 +74,7 @@ export class InferenceOps implements Ops<Tensor> {
     const w = this.weights.matrix(name);
     return new Tensor(w.dims.length === 1 ? [w.cols] : [w.rows, w.cols], this.weights.vector(name), this.device);
   }
-  input(data: Float32Array, shape: readonly number[]): Tensor { return new Tensor(shape, data, this.device); }
+  input(data: Float32Array, shape: readonly number[]): Tensor { this.computedInScript = true; return new Tensor(shape, data, this.device); } // the caller's values
 
   rmsNorm(x: Tensor, weight: string, eps: number): Tensor { return P.rmsNorm(x, this.weights.vector(weight), eps); }
   addRmsNorm(a: Tensor, b: Tensor, weight: string, eps: number): [Tensor, Tensor] { return P.addRmsNorm(a, b, this.weights.vector(weight), eps); }
@@ -76,13 +82,17 @@ export class InferenceOps implements Ops<Tensor> {
     return P.layerNorm(x, this.weights.vector(weight), bias ? this.weights.vector(bias) : null, eps);
   }
   add(a: Tensor, b: Tensor): Tensor { return P.add(a, b); }
-  scale(x: Tensor, s: number): Tensor { return P.scale(x, s); }
-  softcap(x: Tensor, cap: number): Tensor { return P.softcap(x, cap); }
+  scale(x: Tensor, s: number): Tensor {
+    if (!P.scaleInKernel(x)) this.computedInScript = true;
+    return P.scale(x, s);
+  }
+  softcap(x: Tensor, cap: number): Tensor { this.computedInScript = true; return P.softcap(x, cap); }
   swiglu(gate: Tensor, up: Tensor): Tensor { return P.swiglu(gate, up); }
   geglu(gate: Tensor, up: Tensor): Tensor { return P.geglu(gate, up); }
   gelu(x: Tensor): Tensor { return P.gelu(x); }
   softmax(x: Tensor): Tensor { return P.softmax(x); }
   map(x: Tensor, f: (v: number) => number): Tensor {
+    this.computedInScript = true;
     const y = x.like();
     for (let i = 0; i < x.size; i++) y.data[i] = f(x.data[i]);
     return y;
@@ -90,13 +100,15 @@ export class InferenceOps implements Ops<Tensor> {
 
   reshape(x: Tensor, shape: readonly number[]): Tensor { return x.reshape(shape); }
   sliceCols(x: Tensor, from: number, to: number): Tensor {
+    this.computedInScript = true;
     const N = x.rows, n = x.cols, w = to - from, y = x.like([N, w]);
     for (let r = 0; r < N; r++) y.data.set(x.data.subarray(r * n + from, r * n + to), r * w);
     return y;
   }
   sliceRows(x: Tensor, from: number, to: number): Tensor { return x.reshape([x.rows, x.cols]).sliceRows(from, to); }
-  gatherRows(x: Tensor, rows: readonly number[]): Tensor { return P.gatherRows(x, rows); }
+  gatherRows(x: Tensor, rows: readonly number[]): Tensor { this.computedInScript = true; return P.gatherRows(x, rows); }
   concatRows(parts: readonly Tensor[]): Tensor {
+    this.computedInScript = true;
     const n = parts[0].cols, y = parts[0].like([parts.reduce((s, p) => s + p.rows, 0), n]);
     let o = 0;
     for (const p of parts) { y.data.set(p.data, o); o += p.size; }
@@ -112,10 +124,11 @@ export class InferenceOps implements Ops<Tensor> {
   attention(q: Tensor, k: Tensor, v: Tensor, layer: number, opts: AttentionOptions): Tensor {
     return attendThroughCache(q, k, v, this.segments, layer, k.shape[1], opts);
   }
-  topExperts(probs: Tensor, used: number): HostRoutes<Tensor> { return hostRoutes(probs, used); }
-  routeRows(x: Tensor, routes: HostRoutes<Tensor>): Tensor { return P.gatherRows(x, routes.order); }
+  topExperts(probs: Tensor, used: number): HostRoutes<Tensor> { this.computedInScript = true; return hostRoutes(probs, used); }
+  routeRows(x: Tensor, routes: HostRoutes<Tensor>): Tensor { this.computedInScript = true; return P.gatherRows(x, routes.order); }
   expertLinear(x: Tensor, weight: string, routes: HostRoutes<Tensor>, rows: number): Tensor { return expertProducts(this, x, weight, routes, rows); }
   combineExperts(out: Tensor, routes: HostRoutes<Tensor>): Tensor {
+    this.computedInScript = true;
     const { probs } = routes, E = probs.cols, d = out.cols, y = out.like([routes.tokens, d]);
     for (const { expert, tokens, start } of routes.experts) {
       tokens.forEach((t, i) => {
@@ -125,6 +138,11 @@ export class InferenceOps implements Ops<Tensor> {
     }
     return y;
   }
-  lastRows(x: Tensor): Tensor { return this.wanted ? P.gatherRows(x, this.wanted) : x; }
+  lastRows(x: Tensor): Tensor {
+    const w = this.wanted;
+    if (!w || (w.length === x.rows && w.every((r, i) => r === i))) return x; // every row, in order (a decode step)
+    this.computedInScript = true;
+    return P.gatherRows(x, w);
+  }
   block(fn: () => Tensor, input?: Tensor): Tensor { return scoped(fn, (y) => y.data, input?.data); }
 }

@@ -24,7 +24,8 @@ export class LayerCache {
   values: KVRows;
   /** Position held by row 0 (> 0 only on a sliding-window layer that dropped old positions). */
   base = 0;
-  private readonly rowBytes: number;
+  /** Bytes of one row (width values as `type`). */
+  readonly rowBytes: number;
 
   /**
    * capacity: the most positions a sequence may reach; window: the layer's sliding window
@@ -59,12 +60,20 @@ export class LayerCache {
    * `values` hold positions [base, pos0 + T), including every key the forward's queries may see.
    */
   write(pos0: number, k: Tensor, v: Tensor): void {
-    const T = k.data.length / this.width;
+    const at = this.prepare(pos0, k.data.length / this.width) * this.rowBytes;
+    storeKVPair(k, v, this.type, this.keys.bytes, this.values.bytes, at);
+  }
+
+  /**
+   * Make room for T rows at positions pos0..pos0+T−1 (a sliding-window layer may drop old
+   * positions, move its rows, or take new buffers) and return the row that pos0 goes to. Calling
+   * it again with the same arguments changes nothing (a replayed decode step calls it first).
+   */
+  prepare(pos0: number, T: number): number {
     if (pos0 === 0) this.base = 0; // a fresh start (after truncate(0)) keeps nothing
     if (pos0 + T - this.base > this.rows) this.makeRoom(pos0, T);
     else if (this.window > 0 && this.rows > this.window - 1 + T + 2 * SLACK) this.makeRoom(pos0, T); // shrink after a long prompt
-    const at = (pos0 - this.base) * this.rowBytes;
-    storeKVPair(k, v, this.type, this.keys.bytes, this.values.bytes, at);
+    return pos0 - this.base;
   }
 
   /** Whether `from` still holds the positions continuing from n needs (this layer's window before n). */

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import type { Kernels } from "../kernels.js";
+import type { Kernels, StepPlan } from "../kernels.js";
 import type { NativeAddon } from "./native.js";
 import type { Weight } from "../../tensor/weight.js";
 
@@ -114,5 +114,19 @@ function cpuKernels(a: NativeAddon): Kernels {
     storeKVPair: (k, v, type, kDst, vDst, off) => a.storeKVPair(k, v, KV_TYPE_ID[type], kDst, vDst, off),
     addRmsNorm: (x, y, weight, rows, n, eps, sum, out) => a.addRmsNorm(x, y, weight, rows, n, eps, sum, out),
     allocHugePages: (n) => a.allocHugePages(n),
+    scale: (x, s, out) => a.scale(x, s, out),
+    recordStep: a.planBegin && a.planEnd && a.planRun ? (kv, fn, result, logits) => {
+      const keep: unknown[] = [kv.rowBytes, kv.rows, logits]; // the plan reads their memory
+      a.planBegin!(keep, kv.keys, kv.values, kv.rowBytes, kv.rows);
+      let out;
+      try {
+        out = fn();
+      } catch (e) {
+        a.planEnd!(null, null);
+        throw e;
+      }
+      const plan = a.planEnd!(result(out), logits);
+      return { out, plan: typeof plan === "string" ? plan : { run: () => a.planRun!(plan), keep } as StepPlan };
+    } : undefined,
   };
 }

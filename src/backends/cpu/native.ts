@@ -77,10 +77,21 @@ export interface NativeAddon {
   adamw(theta: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, b1: number, b2: number, eps: number, decay: number, stepSize: number, bc2: number, gradScale: number): void;
   /** Σ x² in double. */
   sumSquares(x: Float32Array): number;
-  /** x ← x · s. */
-  scale(x: Float32Array, s: number): void;
+  /** x ← x · s, or out = x · s (each product rounded from double, as in JavaScript). */
+  scale(x: Float32Array, s: number, out?: Float32Array): void;
   /** dst += src. */
   accumulate(dst: Float32Array, src: Float32Array): void;
+  /**
+   * Record the kernel calls from now until planEnd (native/plan.c): keys[l] / values[l] the KV
+   * cache's memory of layer l, rows[l] its row for the step (read again by every replay).
+   * keep: where the recorded calls' arrays go; the caller keeps it, rowBytes and rows with the plan.
+   * (The three plan functions are absent from addons built before them.)
+   */
+  planBegin?(keep: unknown[], keys: Uint8Array[], values: Uint8Array[], rowBytes: Float64Array, rows: Int32Array): void;
+  /** Stop recording: the plan (result's memory replaced by logits'), or why it cannot be replayed. null: the recorded code failed. */
+  planEnd?(result: Float32Array | null, logits: Float32Array | null): object | string;
+  /** The recorded calls again, in order. */
+  planRun?(plan: object): void;
   /** Memory read bandwidth in bytes/s with `threads` threads (for the benchmark's bound). */
   readBandwidth(threads: number): number;
   /** Bytes of one row of `cols` values of `type` (0: unsupported). */

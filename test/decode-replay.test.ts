@@ -1,0 +1,105 @@
+// Recorded decode steps (archs/decodeReplay.ts, native/plan.c): a replayed step gives the logits
+// the forward gives, bit for bit, on tiny random-weight models written by the test — through
+// cache truncation, a copied prefix, a long prompt between steps (sliding-window layers then take
+// new buffers: recorded again), sliding-window layers that drop keys and move their rows, and
+// every KV-cache type — and a forward that computes in TypeScript is never replayed.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { configOf, loadModelFromFile } from "../src/archs/index.js";
+import type { LanguageModel } from "../src/archs/model.js";
+import { cpuBackend } from "../src/backends/index.js";
+import type { KVType, Kernels } from "../src/backends/kernels.js";
+import { readGGUF } from "../src/io/gguf/reader.js";
+import { argmax } from "../src/engines/sampling.js";
+import { writeTinyGemma3 } from "./helpers/tiny-gemma3.js";
+import { writeTinyLlama } from "./helpers/tiny-model.js";
+
+const tmp = mkdtempSync(join(tmpdir(), "toy-replay-"));
+process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
+const cpu = cpuBackend();
+const skip = "error" in cpu ? `the cpu backend is not built (${cpu.error})` : false;
+
+// Count recordings and replays by wrapping the backend's recorder (models bind it at their first step).
+const counts = { recorded: 0, refused: 0, replayed: 0 };
+if (!("error" in cpu)) {
+  const k = cpu.kernels as { recordStep: NonNullable<Kernels["recordStep"]> };
+  const record = k.recordStep;
+  k.recordStep = (kv, fn, result, logits) => {
+    const r = record(kv, fn, result, logits);
+    if (typeof r.plan === "string") counts.refused++;
+    else {
+      counts.recorded++;
+      const plan = r.plan;
+      r.plan = { run: () => { counts.replayed++; plan.run(); } };
+    }
+    return r;
+  };
+}
+
+const llamaPath = join(tmp, "llama.gguf"), gemmaPath = join(tmp, "gemma3.gguf");
+if (!skip) {
+  writeTinyLlama(llamaPath, { nEmbd: 64, nHead: 2, nKVHead: 1, nLayer: 3, ctx: 256, nVocab: 300 }); // head size 32: a Q8_0 cache works
+  writeTinyGemma3(gemmaPath, { ctx: 256 }); // window 4: sliding layers keep 4 + 64 rows, so they move them every 64 steps
+}
+
+/** 150 greedy steps of a (replayed) against b (every step a forward), both from the same prompt;
+ *  truncated at step 40, a prefix copied from a third cache at step 70, 100 tokens read at step 90. */
+function compare(a: LanguageModel, b: LanguageModel, type: KVType): void {
+  const ca = a.newCache(256, { type }), cb = b.newCache(256, { type }), other = b.newCache(256, { type });
+  const prompt = Int32Array.of(1, 40, 50, 60, 70);
+  b.forward(prompt, other, "all");
+  let ta = argmax(a.forward(prompt, ca, "last").data), tb = argmax(b.forward(prompt, cb, "last").data);
+  for (let step = 0; step < 150; step++) {
+    if (step === 40) { ca.truncate(3); cb.truncate(3); }
+    if (step === 70) { assert.ok(ca.copyPrefix(other, 5)); assert.ok(cb.copyPrefix(other, 5)); }
+    if (step === 90) {
+      const more = Int32Array.from({ length: 100 }, (_, i) => 3 + ((i * 7) % 250));
+      ta = argmax(a.forward(more, ca, "last").data); tb = argmax(b.forward(more, cb, "last").data);
+    }
+    const la = a.forward(Int32Array.of(ta), ca, "last"), lb = b.forward(Int32Array.of(tb), cb, "last");
+    assert.deepEqual(la.shape, lb.shape);
+    assert.ok(Buffer.from(la.data.buffer, la.data.byteOffset, la.data.byteLength).equals(Buffer.from(lb.data.buffer, lb.data.byteOffset, lb.data.byteLength)),
+      `${type} cache, step ${step}: the replayed logits differ from the forward's`);
+    assert.equal(ca.length, cb.length);
+    ta = argmax(la.data); tb = argmax(lb.data);
+  }
+}
+
+for (const [name, path, types, recordings] of [["llama", llamaPath, ["f32", "f16", "q8_0"], 1], ["gemma3 (sliding windows)", gemmaPath, ["f32", "f16"], 2]] as const) {
+  test(`decode replay: ${name} steps give the forward's logits bit for bit`, { skip }, () => {
+    for (const type of types) {
+      const before = { ...counts };
+      const file = readGGUF(path);
+      compare(loadModelFromFile(file, "cpu"), loadModelFromFile(file, "cpu", undefined, { replay: false }), type);
+      // Recorded at the first step and (gemma3) again after the long prompt gave its sliding layers
+      // new buffers; every other step replayed.
+      assert.equal(counts.recorded - before.recorded, recordings, `${type}: recordings`);
+      assert.equal(counts.replayed - before.replayed, 150 - recordings, `${type}: replayed steps`);
+      assert.equal(counts.refused, before.refused);
+    }
+  });
+}
+
+test("decode replay: a forward that computes in TypeScript (a final soft-cap) is never replayed", { skip }, () => {
+  const file = readGGUF(gemmaPath), config = { ...configOf(file), finalSoftcap: 30 };
+  const before = { ...counts };
+  compare(loadModelFromFile(file, "cpu", config), loadModelFromFile(file, "cpu", config, { replay: false }), "f32");
+  assert.equal(counts.replayed, before.replayed);
+});
+
+test("decode replay: the native plan calls check their use", { skip }, () => {
+  if ("error" in cpu) return;
+  const a = cpu.addon;
+  assert.throws(() => a.planRun!({}), /planRun: expected a plan/);
+  assert.throws(() => a.planEnd!(null, null), /planEnd: no plan is being recorded/);
+  const keys = [new Uint8Array(64)], values = [new Uint8Array(64)];
+  a.planBegin!([], keys, values, Float64Array.of(16), Int32Array.of(0));
+  assert.throws(() => a.planBegin!([], keys, values, Float64Array.of(16), Int32Array.of(0)), /already being recorded/);
+  // A KV-cache call at another row than the layer's makes the recording unusable, with the reason.
+  a.storeKVPair(new Float32Array(4), new Float32Array(4), 0, keys[0], values[0], 32);
+  assert.match(String(a.planEnd!(new Float32Array(1), new Float32Array(1))), /another row/);
+});
