@@ -91,6 +91,15 @@ test("decode replay: a forward that computes in TypeScript (a final soft-cap) is
   assert.equal(counts.replayed, before.replayed);
 });
 
+test("decode replay: the cpu kernel's scale (Gemma's embedding scale) gives JavaScript's products", { skip }, () => {
+  if ("error" in cpu) return;
+  const x = Float32Array.from({ length: 1000 }, (_, i) => Math.sin(i * 1.7) * 10 ** ((i % 13) - 6)), out = new Float32Array(1000);
+  for (const s of [Math.sqrt(640), Math.sqrt(2304), 1 / 3, -7.25]) {
+    cpu.kernels.scale!(x, s, out);
+    assert.deepEqual(out, x.map((v) => v * s), `scale by ${s}`);
+  }
+});
+
 test("decode replay: the native plan calls check their use", { skip }, () => {
   if ("error" in cpu) return;
   const a = cpu.addon;
