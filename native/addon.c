@@ -453,7 +453,6 @@ static napi_value js_attention_batch(napi_env env, napi_callback_info info) {
   NEED(rb && kv_row_bytes((int)type, headDim), "attentionBatch: KV type %lld with head size %lld is not a KV-cache type (f32, f16, q8_0 with head size a multiple of 32)", (long long)type, (long long)headDim);
   NEED(segs.len % 4 == 0 && segs.len / 4 <= MAX_ATT_SEGS, "attentionBatch: segs must hold [start, T, pos0, nKeys] for at most %d sequences", MAX_ATT_SEGS);
   const int64_t nSeg = (int64_t)segs.len / 4, width = nHeads * headDim;
-  NOT_REPLAYABLE("attentionBatch (a plan is one sequence's step)");
   uint32_t nk = 0, nv = 0;
   bool isArr;
   NEED(napi_is_array(env, argv[3], &isArr) == napi_ok && isArr && napi_get_array_length(env, argv[3], &nk) == napi_ok &&
@@ -481,6 +480,8 @@ static napi_value js_attention_batch(napi_env env, napi_callback_info info) {
     sg[s] = one;
   }
   const int ok = k_attention_batch(q.data, (int)type, nSeg, sg, nHeads, nKV, headDim, scale, softcap, window, (int)causal, out.data);
+  if (ok) RECORD(OP_ATTENTION_BATCH, c->p[0] = q.data; c->p[1] = out.data; c->i[0] = nSeg; c->i[1] = type; c->i[2] = nHeads; c->i[3] = nKV;
+                 c->i[4] = headDim; c->i[5] = window; c->i[6] = causal; c->f[0] = scale; c->f[1] = softcap; plan_bind_segs(toy_recording, c, sg));
   pthread_mutex_unlock(&call_mu);
   NEED(ok, "attentionBatch: out of memory");
   return NULL;

@@ -5,10 +5,11 @@
 // replay"). Replaying runs the same kernels on the same arguments, so the bits are the same.
 //
 // What changes from one step to the next is in memory the plan reads, not in its arguments: the
-// token id and position (the plan's own ids and positions arrays, which the recorded forward read)
-// and, per KV-cache layer, the row the step writes (`rows`, set by the cache before each step).
-// The cache's calls (storeKVPair, attention) are bound to their layer when recorded, and only
-// when their arguments are exactly what that row gives: anything else makes the plan invalid.
+// token ids and positions (the recorded forward's own ids and positions arrays) and, per KV-cache
+// layer of each sequence of the step (a "layer" below), the row the step writes (`rows`, set by
+// the caches before each step). The caches' calls (storeKVPair, attention, attentionBatch) are
+// bound to their layer when recorded, and only when their arguments are exactly what that row
+// gives: anything else makes the plan invalid.
 #include <stdlib.h>
 #include <string.h>
 #include "toy.h"
@@ -41,6 +42,7 @@ toy_plan_t *plan_begin(int nLayers, const uint8_t **keys, const uint8_t **values
 
 void plan_free(toy_plan_t *p) {
   if (!p) return;
+  for (int i = 0; i < p->n; i++) { free(p->cmd[i].segs); free(p->cmd[i].segLayer); }
   free(p->cmd); free(p->keys); free(p->values); free(p);
 }
 
@@ -73,12 +75,27 @@ static int layer_of(const toy_plan_t *p, const void *k, const void *v) {
 // (i[1]), attention's first query is at rows[l] (i[1]) and it sees rows[l] + T keys (i[2]).
 void plan_bind_kv(toy_plan_t *p, toy_plan_cmd_t *c) {
   const int l = layer_of(p, c->p[2], c->p[3]);
-  if (l < 0) { plan_refuse(p, "a KV-cache call on memory that is not one of the cache's layers"); return; }
+  if (l < 0) { plan_refuse(p, "a KV-cache call on memory that is not one of the caches' layers"); return; }
   c->layer = l;
   const int64_t row = p->rows[l];
   const int ok = c->op == OP_KV_PAIR ? (double)c->i[1] == (double)row * p->rowBytes[l]
                                      : c->i[1] == row && c->i[2] == row + c->i[0];
   if (!ok) plan_refuse(p, "a KV-cache call at another row than its layer's");
+}
+
+// An attentionBatch: each sequence's first query is at its layer's row and sees row + T keys.
+void plan_bind_segs(toy_plan_t *p, toy_plan_cmd_t *c, const toy_att_seg_t *segs) {
+  const int64_t n = c->i[0];
+  c->segs = malloc(sizeof *segs * (size_t)n);
+  c->segLayer = malloc(sizeof *c->segLayer * (size_t)n);
+  if (!c->segs || !c->segLayer) { plan_refuse(p, "out of memory"); return; }
+  memcpy(c->segs, segs, sizeof *segs * (size_t)n);
+  for (int64_t s = 0; s < n; s++) {
+    const int l = layer_of(p, segs[s].k, segs[s].v);
+    if (l < 0) { plan_refuse(p, "a KV-cache call on memory that is not one of the caches' layers"); return; }
+    if (segs[s].pos0 != p->rows[l] || segs[s].nKeys != p->rows[l] + segs[s].T) { plan_refuse(p, "a KV-cache call at another row than its layer's"); return; }
+    c->segLayer[s] = l;
+  }
 }
 
 void plan_remap(toy_plan_t *p, const float *from, size_t n, float *to) {
@@ -143,6 +160,17 @@ void plan_run(const toy_plan_t *p) {
       case OP_ADD: k_add(c->p[0], c->p[1], c->p[2], a[0]); break;
       case OP_GELU: k_gelu(c->p[0], c->p[1], a[0]); break;
       case OP_SOFTMAX: k_softmax(c->p[0], a[0], a[1]); break;
+      case OP_ATTENTION_BATCH: {
+        for (int64_t s = 0; s < a[0]; s++) {
+          const int64_t row = p->rows[c->segLayer[s]];
+          c->segs[s].pos0 = row;
+          c->segs[s].nKeys = row + c->segs[s].T;
+        }
+        // Its only failure is memory for the sequences' descriptions, which the recorded call (of
+        // as many sequences) already holds: the buffers only grow.
+        k_attention_batch(c->p[0], (int)a[1], a[0], c->segs, a[2], a[3], a[4], c->f[0], c->f[1], a[5], (int)a[6], c->p[1]);
+        break;
+      }
       case OP_SCALE:
         memmove(c->p[1], c->p[0], (size_t)a[0] * sizeof(float));
         k_scale(c->p[1], a[0], c->d);

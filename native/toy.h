@@ -56,11 +56,15 @@ int k_matmul_multi(const float *x, int n, const toy_mm_weight_t *ws, int64_t col
 
 // --- a decode step recorded and replayed (plan.c) ---
 enum { OP_MATMUL, OP_MULTI, OP_GET_ROWS, OP_RMS_NORM, OP_ADD_RMS_NORM, OP_LAYER_NORM, OP_ROPE_PAIR, OP_ROPE, OP_KV_PAIR,
-       OP_ATTENTION, OP_SWIGLU, OP_GEGLU, OP_ADD, OP_GELU, OP_SOFTMAX, OP_SCALE };
+       OP_ATTENTION, OP_SWIGLU, OP_GEGLU, OP_ADD, OP_GELU, OP_SOFTMAX, OP_SCALE, OP_ATTENTION_BATCH };
 #define TOY_PLAN_PTRS 5
 /** One recorded kernel call: its pointers, integers and floats in the order plan_run reads them
- *  (addon.c's record sites fill them); layer: the KV-cache layer it is bound to (-1: none). */
-typedef struct { int op, layer; void *p[TOY_PLAN_PTRS]; int64_t i[9]; float f[2]; double d; toy_mm_weight_t ws[TOY_MM_MULTI_MAX]; } toy_plan_cmd_t;
+ *  (addon.c's record sites fill them); layer: the KV-cache layer it is bound to (-1: none);
+ *  segs / segLayer: an attentionBatch's sequences and the layer each is bound to (plan_bind_segs). */
+typedef struct {
+  int op, layer; void *p[TOY_PLAN_PTRS]; int64_t i[9]; float f[2]; double d; toy_mm_weight_t ws[TOY_MM_MULTI_MAX];
+  struct toy_att_seg *segs; int *segLayer;
+} toy_plan_cmd_t;
 typedef struct toy_plan toy_plan_t;
 /** The plan being recorded (NULL: none): addon.c adds each kernel call it runs. */
 extern _Thread_local toy_plan_t *toy_recording;
@@ -71,6 +75,8 @@ void plan_free(toy_plan_t *p);
 toy_plan_cmd_t *plan_add(toy_plan_t *p, int op);
 /** Bind a storeKVPair or attention call to its layer (p[2], p[3]: its keys and values). */
 void plan_bind_kv(toy_plan_t *p, toy_plan_cmd_t *c);
+/** Bind an attentionBatch call (i[0] sequences in segs, copied) to each sequence's layer. */
+void plan_bind_segs(toy_plan_t *p, toy_plan_cmd_t *c, const struct toy_att_seg *segs);
 /** Mark p as not replayable (the first reason stays). */
 void plan_refuse(toy_plan_t *p, const char *why);
 const char *plan_invalid(const toy_plan_t *p);
@@ -102,7 +108,7 @@ void k_attention(const float *q, const uint8_t *k, const uint8_t *v, int type, i
                  int64_t nKV, int64_t headDim, float scale, float softcap, int64_t window, int causal, float *out);
 /** One sequence of a batched attention call: its rows [start, start + T) of q and out, at
  *  positions pos0.. over the first nKeys rows of its own cache k, v. */
-typedef struct { const uint8_t *k, *v; int64_t start, T, pos0, nKeys; } toy_att_seg_t;
+typedef struct toy_att_seg { const uint8_t *k, *v; int64_t start, T, pos0, nKeys; } toy_att_seg_t;
 /** k_attention for each of nSeg sequences in one call (one pool job; each row gets the bits
  *  k_attention gives it). Returns 0 when out of memory (nothing written). */
 int k_attention_batch(const float *q, int type, int64_t nSeg, const toy_att_seg_t *segs, int64_t nHeads, int64_t nKV, int64_t headDim,

@@ -2,7 +2,8 @@
 // the forward gives, bit for bit, on tiny random-weight models written by the test — through
 // cache truncation, a copied prefix, a long prompt between steps (sliding-window layers then take
 // new buffers: recorded again), sliding-window layers that drop keys and move their rows, and
-// every KV-cache type — and a forward that computes in TypeScript is never replayed.
+// every KV-cache type, and batches of several conversations whose members change — and a forward
+// that computes in TypeScript is never replayed.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -83,6 +84,29 @@ for (const [name, path, types, recordings] of [["llama", llamaPath, ["f32", "f16
     }
   });
 }
+
+test("decode replay: batched steps of several conversations give the forward's logits bit for bit", { skip }, () => {
+  for (const path of [llamaPath, gemmaPath]) {
+    const file = readGGUF(path), a = loadModelFromFile(file, "cpu"), b = loadModelFromFile(file, "cpu", undefined, { replay: false });
+    // Three conversations of different lengths; the batch's members and order change twice.
+    const prompts = [Int32Array.of(1, 20, 30), Int32Array.of(1, 40, 50, 60, 70, 80, 90), Int32Array.of(1, 99)];
+    const ca = prompts.map(() => a.newCache(256, { type: "f16" })), cb = prompts.map(() => b.newCache(256, { type: "f16" }));
+    let ta = prompts.map((p, i) => argmax(a.forward(p, ca[i], "last").data)), tb = prompts.map((p, i) => argmax(b.forward(p, cb[i], "last").data));
+    const before = { ...counts };
+    for (let step = 0; step < 120; step++) {
+      const members = step < 40 ? [0, 1, 2] : step < 80 ? [0, 2] : [2, 0, 1];
+      const la = a.forwardBatch(members.map((m) => ({ ids: Int32Array.of(ta[m]), cache: ca[m] })));
+      const lb = b.forwardBatch(members.map((m) => ({ ids: Int32Array.of(tb[m]), cache: cb[m] })));
+      assert.deepEqual(la.shape, lb.shape);
+      assert.ok(Buffer.from(la.data.buffer, la.data.byteOffset, la.data.byteLength).equals(Buffer.from(lb.data.buffer, lb.data.byteOffset, lb.data.byteLength)),
+        `${path}: batched step ${step}: the replayed logits differ from the forward's`);
+      const V = la.shape[1];
+      members.forEach((m, i) => { ta[m] = argmax(la.data.subarray(i * V, (i + 1) * V)); tb[m] = argmax(lb.data.subarray(i * V, (i + 1) * V)); });
+    }
+    assert.equal(counts.recorded - before.recorded, 3, "one recording per membership of the batch");
+    assert.equal(counts.replayed - before.replayed, 117);
+  }
+});
 
 test("decode replay: a forward that computes in TypeScript (a final soft-cap) is never replayed", { skip }, () => {
   const file = readGGUF(gemmaPath), config = { ...configOf(file), finalSoftcap: 30 };

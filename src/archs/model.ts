@@ -113,11 +113,12 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
   };
 
   function run(sequences: readonly { ids: Int32Array; cache: KVCache }[], allRows: boolean): Tensor {
-    // A decode step of one sequence: replayed when its cache has a recorded step, else recorded.
-    const step = sequences.length === 1 && sequences[0].ids.length === 1 && replayer() ? sequences[0] : null;
+    // A decode step (one token of each sequence): replayed when these caches have a recorded
+    // step, else recorded.
+    const step = sequences.length > 0 && sequences.every((s) => s.ids.length === 1) && replayer();
     if (step) {
-      const logits = replay!.replay(step.ids[0], step.cache);
-      if (logits) return new Tensor([1, config.nVocab], logits, device);
+      const logits = replay!.replay(sequences);
+      if (logits) return new Tensor([sequences.length, config.nVocab], logits, device);
     }
     const batch = layoutBatch(sequences);
     const { segments, ids, positions } = batch, lastRows = allRows ? null : batch.lastRows;
@@ -125,7 +126,7 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
     // Activation arrays are reused layer after layer and from one forward to the next of the
     // same shape (decode steps; a prompt read in chunks): about one layer's worth stays resident.
     const pass = () => workspace.run(() => forward(ops, config, ids), (logits) => logits.data);
-    const out = step ? replay!.record(step.cache, ops, ids, pass, (logits) => logits.data, config.nVocab) : pass();
+    const out = step ? replay!.record(sequences, ops, ids, pass, (logits) => logits.data, config.nVocab) : pass();
     for (const s of segments) s.cache!.length += s.length;
     return out;
   }
