@@ -28,7 +28,8 @@ interface RecordedStep {
 
 export class DecodeReplay {
   /** The latest recorded step by its first sequence's cache (a server's batch changes as
-   *  conversations come and go: a new set of caches records anew and replaces it). */
+   *  conversations come and go: a new set of caches records anew and replaces it). A recording
+   *  holds the other caches' buffers too, until that cache records again or is dropped. */
   private readonly steps = new WeakMap<KVCache, RecordedStep>();
   /** Why this model's steps are not replayed (null: they are, once recorded). */
   refused: string | null = null;
