@@ -714,7 +714,6 @@ static napi_value js_sum_squares(napi_env env, napi_callback_info info) {
   return number(env, s);
 }
 
-// scale(x, s): x ← x · s (the product in double)
 // scale(x, s[, out]): x ← x · s, or out = x · s (each product rounded from double, as JavaScript's).
 static napi_value js_scale(napi_env env, napi_callback_info info) {
   ARGS(2);
@@ -750,8 +749,6 @@ static napi_value js_dequantize(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-// mapFile(path): the file's bytes, memory-mapped (private copy-on-write, so a stray write never
-// reaches the file); unmapped when the ArrayBuffer is collected.
 // planBegin(keep, keys[], values[], rowBytes, rows): record the kernel calls from now until
 // planEnd (plan.c). keys[l] / values[l]: the KV cache's memory of layer l; rowBytes (Float64Array)
 // and rows (Int32Array, the step's row of each layer) are read again by every replay, so the
@@ -826,6 +823,8 @@ static napi_value js_plan_run(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// mapFile(path): the file's bytes, memory-mapped (private copy-on-write, so a stray write never
+// reaches the file); unmapped when the ArrayBuffer is collected.
 static void maps_remove(const void *p);
 static void unmap(napi_env env, void *data, void *hint) { (void)env; maps_remove(data); readahead_unregister(data); munmap(data, (size_t)hint); }
 

@@ -97,6 +97,8 @@ export interface Kernels {
 
   /** out = a + b, elementwise (out may alias a). */
   add(a: Float32Array, b: Float32Array, out: Float32Array): void;
+  /** out = x · s, each product rounded from double to float32 (as JavaScript multiplies). */
+  scale(x: Float32Array, s: number, out: Float32Array): void;
 
   /** Softmax over each row of length n, in place. */
   softmax(x: Float32Array, rows: number, n: number): void;
@@ -111,9 +113,6 @@ export interface Kernels {
   storeKVPair?(k: Float32Array, v: Float32Array, type: KVType, kDst: Uint8Array, vDst: Uint8Array, byteOffset: number): void;
   /** sum = a + b, then out = rmsNorm(sum) over rows of length n. */
   addRmsNorm?(a: Float32Array, b: Float32Array, weight: Float32Array, rows: number, n: number, eps: number, sum: Float32Array, out: Float32Array): void;
-
-  /** out = x · s, each product rounded from double to float32 (primitives/scale.ts's bits). */
-  scale?(x: Float32Array, s: number, out: Float32Array): void;
 
   /** `bytes` zeroed bytes on transparent huge pages (one TLB entry per 2 MB, not per 4 KB), for a
    *  buffer that every decode step reads through (the KV cache); null where there are none. */

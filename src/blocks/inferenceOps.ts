@@ -82,10 +82,7 @@ export class InferenceOps implements Ops<Tensor> {
     return P.layerNorm(x, this.weights.vector(weight), bias ? this.weights.vector(bias) : null, eps);
   }
   add(a: Tensor, b: Tensor): Tensor { return P.add(a, b); }
-  scale(x: Tensor, s: number): Tensor {
-    if (!P.scaleInKernel(x)) this.computedInScript = true;
-    return P.scale(x, s);
-  }
+  scale(x: Tensor, s: number): Tensor { return P.scale(x, s); }
   softcap(x: Tensor, cap: number): Tensor { this.computedInScript = true; return P.softcap(x, cap); }
   swiglu(gate: Tensor, up: Tensor): Tensor { return P.swiglu(gate, up); }
   geglu(gate: Tensor, up: Tensor): Tensor { return P.geglu(gate, up); }

@@ -7,5 +7,5 @@ export { storeKV, storeKVPair, hugePageBytes } from "./storeKV.js";
 export { swiglu, geglu, gelu } from "./activation.js";
 export { add } from "./arith.js";
 export { softmax, logSumExp } from "./softmax.js";
-export { scale, scaleInKernel, softcap } from "./scale.js";
+export { scale, softcap } from "./scale.js";
 export { gatherRows } from "./gather.js";

@@ -1,20 +1,14 @@
-// Scaling and soft-capping, elementwise. Cheap enough to run in TypeScript (they touch one row of
-// embeddings or logits per token); scaling runs in the backend's kernel where it has one, with
-// the same bits, so that a recorded decode step holds it (archs/decodeReplay.ts).
+// Scaling and soft-capping, elementwise. Scaling is a backend kernel, as every op a recorded
+// decode step replays must be (archs/decodeReplay.ts); soft-capping (Gemma 2's final logits) runs
+// in TypeScript (Math.tanh's bits).
 
 import { kernelsFor } from "../backends/index.js";
 import type { Tensor } from "../tensor/tensor.js";
 
-/** Whether scale() runs in a kernel of x's backend (else in TypeScript). */
-export function scaleInKernel(x: Tensor): boolean {
-  return x.device === "cpu" && kernelsFor(x.device).scale !== undefined; // the other devices have no host kernel for it
-}
-
 /** s · x */
 export function scale(x: Tensor, s: number): Tensor {
   const y = x.output();
-  if (scaleInKernel(x)) kernelsFor(x.device).scale!(x.data, s, y.data);
-  else for (let i = 0; i < x.size; i++) y.data[i] = x.data[i] * s;
+  kernelsFor(x.device).scale(x.data, s, y.data);
   return y;
 }
 

@@ -19,6 +19,11 @@ export function gelu(x: Float32Array, out: Float32Array): void {
   for (let i = 0; i < out.length; i++) out[i] = geluTanh(x[i]);
 }
 
+/** out = s · x, each product rounded from double to float32. */
+export function scale(x: Float32Array, s: number, out: Float32Array): void {
+  for (let i = 0; i < x.length; i++) out[i] = x[i] * s;
+}
+
 export function add(a: Float32Array, b: Float32Array, out: Float32Array): void {
   for (let i = 0; i < out.length; i++) out[i] = a[i] + b[i];
 }

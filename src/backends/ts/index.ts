@@ -2,7 +2,7 @@
 
 import type { Kernels } from "../kernels.js";
 import { attention } from "./attention.js";
-import { add, gelu, geglu, softmax, swiglu } from "./elementwise.js";
+import { add, gelu, geglu, scale, softmax, swiglu } from "./elementwise.js";
 import { getRows, matmul } from "./matmul.js";
 import { layerNorm, rmsNorm } from "./norms.js";
 import { rope } from "./rope.js";
@@ -10,5 +10,5 @@ import { storeKV } from "./storeKV.js";
 
 export const tsKernels: Kernels = {
   device: "ts",
-  matmul, getRows, rmsNorm, layerNorm, rope, attention, storeKV, swiglu, geglu, gelu, add, softmax,
+  matmul, getRows, rmsNorm, layerNorm, rope, attention, storeKV, swiglu, geglu, gelu, add, scale, softmax,
 };
