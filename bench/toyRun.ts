@@ -40,10 +40,12 @@ async function forward(ids: Int32Array, cache: ReturnType<typeof newCache>): Pro
   if (model.forwardAsync) await model.forwardAsync(ids, cache, "last");
   else model.forward(ids, cache, "last");
 }
-/** One greedy decode step: the next token id. */
+/** One greedy decode step: the next token id (the step's logits in one array for all steps, as
+ *  toy infer's generation keeps them: engines/generate.ts). */
+const stepLogits = new Float32Array(model.nVocab);
 async function greedy(token: number, cache: ReturnType<typeof newCache>): Promise<number> {
   if (model.greedyAsync) return model.greedyAsync(Int32Array.of(token), cache);
-  return argmax(model.forward(Int32Array.of(token), cache, "last").data);
+  return argmax(model.forward(Int32Array.of(token), cache, "last", stepLogits).data);
 }
 
 // Warm-up as llama-bench's: the whole prompt once for a prompt test, one decode step for a

@@ -51,7 +51,7 @@ if (!skip) {
  *  truncated at step 40, a prefix copied from a third cache at step 70, 100 tokens read at step 90. */
 function compare(a: LanguageModel, b: LanguageModel, type: KVType): void {
   const ca = a.newCache(256, { type }), cb = b.newCache(256, { type }), other = b.newCache(256, { type });
-  const prompt = Int32Array.of(1, 40, 50, 60, 70);
+  const prompt = Int32Array.of(1, 40, 50, 60, 70), stepLogits = new Float32Array(a.nVocab);
   b.forward(prompt, other, "all");
   let ta = argmax(a.forward(prompt, ca, "last").data), tb = argmax(b.forward(prompt, cb, "last").data);
   for (let step = 0; step < 150; step++) {
@@ -61,7 +61,9 @@ function compare(a: LanguageModel, b: LanguageModel, type: KVType): void {
       const more = Int32Array.from({ length: 100 }, (_, i) => 3 + ((i * 7) % 250));
       ta = argmax(a.forward(more, ca, "last").data); tb = argmax(b.forward(more, cb, "last").data);
     }
-    const la = a.forward(Int32Array.of(ta), ca, "last"), lb = b.forward(Int32Array.of(tb), cb, "last");
+    // a's logits go into one array on odd steps (forward's `out`, as a generation's steps), new ones on even steps
+    const la = a.forward(Int32Array.of(ta), ca, "last", step % 2 ? stepLogits : undefined), lb = b.forward(Int32Array.of(tb), cb, "last");
+    if (step % 2) assert.equal(la.data, stepLogits);
     assert.deepEqual(la.shape, lb.shape);
     assert.ok(Buffer.from(la.data.buffer, la.data.byteOffset, la.data.byteLength).equals(Buffer.from(lb.data.buffer, lb.data.byteOffset, lb.data.byteLength)),
       `${type} cache, step ${step}: the replayed logits differ from the forward's`);
@@ -95,7 +97,9 @@ test("decode replay: batched steps of several conversations give the forward's l
     const before = { ...counts };
     for (let step = 0; step < 120; step++) {
       const members = step < 40 ? [0, 1, 2] : step < 80 ? [0, 2] : [2, 0, 1];
-      const la = a.forwardBatch(members.map((m) => ({ ids: Int32Array.of(ta[m]), cache: ca[m] })));
+      const out = step % 3 ? new Float32Array(members.length * a.nVocab) : undefined; // forwardBatch's `out` too
+      const la = a.forwardBatch(members.map((m) => ({ ids: Int32Array.of(ta[m]), cache: ca[m] })), out);
+      if (out) assert.equal(la.data, out);
       const lb = b.forwardBatch(members.map((m) => ({ ids: Int32Array.of(tb[m]), cache: cb[m] })));
       assert.deepEqual(la.shape, lb.shape);
       assert.ok(Buffer.from(la.data.buffer, la.data.byteOffset, la.data.byteLength).equals(Buffer.from(lb.data.buffer, lb.data.byteOffset, lb.data.byteLength)),
@@ -106,6 +110,17 @@ test("decode replay: batched steps of several conversations give the forward's l
     assert.equal(counts.recorded - before.recorded, 3, "one recording per membership of the batch");
     assert.equal(counts.replayed - before.replayed, 117);
   }
+});
+
+test("forward's out: the logits in the caller's array, of exactly their length", { skip }, () => {
+  const model = loadModelFromFile(readGGUF(llamaPath), "cpu"), V = model.nVocab;
+  const cache = model.newCache(64), ref = model.newCache(64), ids = Int32Array.of(1, 40, 50);
+  const all = new Float32Array(3 * V);
+  assert.equal(model.forward(ids, cache, "all", all).data, all);
+  assert.deepEqual(all, model.forward(ids, ref, "all").data);
+  assert.throws(() => model.forward(Int32Array.of(7), cache, "last", new Float32Array(V + 1)), /out holds 301 values; the logits are 1 row\(s\) × 300 = 300/);
+  assert.equal(cache.length, 3, "a refused out leaves the cache as it was");
+  assert.throws(() => model.forwardBatch([{ ids: Int32Array.of(7), cache }, { ids: Int32Array.of(8), cache: ref }], new Float32Array(V)), /the logits are 2 row\(s\)/);
 });
 
 test("decode replay: a forward that computes in TypeScript (a final soft-cap) is never replayed", { skip }, () => {

@@ -36,14 +36,17 @@ export interface LanguageModel {
   newCache(capacity?: number, opts?: { type?: KVType; hugePages?: boolean }): KVCache;
   /**
    * Run tokens `ids` at positions cache.length.. and append them to the cache.
-   * Returns logits [T, vocab] ("all") or [1, vocab] for the last token ("last").
+   * Returns logits [T, vocab] ("all") or [1, vocab] for the last token ("last"), in a new array,
+   * or in `out` when given (exactly that many values): a decode loop that reads each step's
+   * logits before the next step passes one array for all of them and allocates nothing per token.
    */
-  forward(ids: Int32Array, cache: KVCache, logits: "all" | "last"): Tensor;
+  forward(ids: Int32Array, cache: KVCache, logits: "all" | "last", out?: Float32Array): Tensor;
   /**
    * Several sequences in one pass (their rows share every matrix product): each continues its
-   * own cache. Returns the logits of each sequence's last token: [sequences, vocab].
+   * own cache. Returns the logits of each sequence's last token: [sequences, vocab] (in `out`
+   * when given, as forward).
    */
-  forwardBatch(sequences: readonly { ids: Int32Array; cache: KVCache }[]): Tensor;
+  forwardBatch(sequences: readonly { ids: Int32Array; cache: KVCache }[], out?: Float32Array): Tensor;
   /**
    * Backends that answer asynchronously (webgpu, archs/gpuModel.ts) have these instead of
    * `forward` and `forwardBatch` (which then throw): the same results, as promises.
@@ -104,20 +107,24 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
         type: checkKVType(o.type ?? cacheType, config.headDim), windows,
         storage: o.hugePages ? (bytes) => hugePageBytes(device, bytes) : undefined,
       }),
-    forward(ids, cache, logits) {
-      return run([{ ids, cache }], logits === "all");
+    forward(ids, cache, logits, out) {
+      return run([{ ids, cache }], logits === "all", out);
     },
-    forwardBatch(sequences) {
-      return run(sequences, false);
+    forwardBatch(sequences, out) {
+      return run(sequences, false, out);
     },
   };
 
-  function run(sequences: readonly { ids: Int32Array; cache: KVCache }[], allRows: boolean): Tensor {
+  function run(sequences: readonly { ids: Int32Array; cache: KVCache }[], allRows: boolean, out?: Float32Array): Tensor {
+    const rows = allRows ? sequences.reduce((n, s) => n + s.ids.length, 0) : sequences.length;
+    if (out && out.length !== rows * config.nVocab) {
+      throw new RangeError(`forward: out holds ${out.length} values; the logits are ${rows} row(s) × ${config.nVocab} = ${rows * config.nVocab}`);
+    }
     // A decode step (one token of each sequence): replayed when these caches have a recorded
     // step, else recorded.
     const step = sequences.length > 0 && sequences.every((s) => s.ids.length === 1) && replayer();
     if (step) {
-      const logits = replay!.replay(sequences);
+      const logits = replay!.replay(sequences, out);
       if (logits) return new Tensor([sequences.length, config.nVocab], logits, device);
     }
     const batch = layoutBatch(sequences);
@@ -126,9 +133,11 @@ export function buildModel(arch: Architecture, file: GGUFFile, config: ModelConf
     // Activation arrays are reused layer after layer and from one forward to the next of the
     // same shape (decode steps; a prompt read in chunks): about one layer's worth stays resident.
     const pass = () => workspace.run(() => forward(ops, config, ids), (logits) => logits.data);
-    const out = step ? replay!.record(sequences, ops, ids, pass, (logits) => logits.data, config.nVocab) : pass();
+    const logits = step ? replay!.record(sequences, ops, ids, pass, (l) => l.data, config.nVocab) : pass();
     for (const s of segments) s.cache!.length += s.length;
-    return out;
+    if (!out) return logits;
+    out.set(logits.data);
+    return new Tensor(logits.shape, out, device);
   }
 
   function replayer(): DecodeReplay | null {

@@ -91,6 +91,8 @@ export class Generation {
   private promptRead: number;
   private done = false;
   private pending: number | null = null;
+  /** The logits of `step`'s forwards (the prompt's, or promptLogits, are never written over). */
+  private stepLogits: Float32Array | null = null;
 
   constructor(private model: LanguageModel, prompt: readonly number[], private opts: GenerateOptions) {
     if (prompt.length === 0) throw new ToyError("the prompt is empty: give at least one token", EXIT.usage);
@@ -172,7 +174,9 @@ export class Generation {
   step(): boolean {
     const id = this.next();
     if (id === null) return false;
-    this.accept(this.model.forward(Int32Array.of(id), this.cache, "last").data);
+    // Each step's logits replace the last's (read before the next step): one array for all.
+    this.stepLogits ??= new Float32Array(this.model.nVocab);
+    this.accept(this.model.forward(Int32Array.of(id), this.cache, "last", this.stepLogits).data);
     return true;
   }
 
