@@ -801,7 +801,7 @@ static napi_value js_plan_end(napi_env env, napi_callback_info info) {
     arr_t result, logits;
     if (!get_arr(env, argv[0], napi_float32_array, &result, "result") || !get_arr(env, argv[1], napi_float32_array, &logits, "logits")) { plan_free(p); return NULL; }
     if (logits.len != result.len) plan_refuse(p, "logits of another length than the result");
-    else plan_remap(p, result.data, result.len, logits.data);
+    else { plan_output(p, result.data, result.len); plan_output(p, logits.data, logits.len); }
   }
   const char *why = plan_invalid(p);
   if (why) {
@@ -813,12 +813,15 @@ static napi_value js_plan_end(napi_env env, napi_callback_info info) {
   return r;
 }
 
-// planRun(plan): the recorded calls again (one call per decode step).
+// planRun(plan, logits): the recorded calls again (one call per decode step), the step's logits
+// into `logits` (the recording's own array or any other of its length).
 static napi_value js_plan_run(napi_env env, napi_callback_info info) {
-  ARGS(1);
+  ARGS(2);
   void *p = NULL;
   NEED(napi_get_value_external(env, argv[0], &p) == napi_ok && p, "planRun: expected a plan from planEnd");
+  F32A(1, logits);
   NEED(!toy_recording, "planRun: a plan is being recorded");
+  NEED(plan_output(p, logits.data, logits.len), "planRun: logits of %zu values, not the step's", logits.len);
   LOCKED(plan_run(p));
   return NULL;
 }

@@ -80,8 +80,9 @@ void plan_bind_segs(toy_plan_t *p, toy_plan_cmd_t *c, const struct toy_att_seg *
 /** Mark p as not replayable (the first reason stays). */
 void plan_refuse(toy_plan_t *p, const char *why);
 const char *plan_invalid(const toy_plan_t *p);
-/** Pointers into from[0..n) now point at the same places of to. */
-void plan_remap(toy_plan_t *p, const float *from, size_t n, float *to);
+/** Where the step's output (its logits, n floats) goes: the first call names the array the
+ *  recorded forward wrote it to, each later one moves it to `out`. 0: n is not the output's length. */
+int plan_output(toy_plan_t *p, float *out, size_t n);
 /** Every recorded call again, in order (the caller holds the kernels' lock). */
 void plan_run(const toy_plan_t *p);
 

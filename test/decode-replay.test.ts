@@ -35,7 +35,7 @@ if (!("error" in cpu)) {
     else {
       counts.recorded++;
       const plan = r.plan;
-      r.plan = { run: () => { counts.replayed++; plan.run(); } };
+      r.plan = { run: (into) => { counts.replayed++; plan.run(into); } };
     }
     return r;
   };
@@ -142,7 +142,7 @@ test("decode replay: the cpu kernel's scale (Gemma's embedding scale) gives Java
 test("decode replay: the native plan calls check their use", { skip }, () => {
   if ("error" in cpu) return;
   const a = cpu.addon;
-  assert.throws(() => a.planRun!({}), /planRun: expected a plan/);
+  assert.throws(() => a.planRun!({}, new Float32Array(1)), /planRun: expected a plan/);
   assert.throws(() => a.planEnd!(null, null), /planEnd: no plan is being recorded/);
   const keys = [new Uint8Array(64)], values = [new Uint8Array(64)];
   a.planBegin!([], keys, values, Float64Array.of(16), Int32Array.of(0));
@@ -150,4 +150,18 @@ test("decode replay: the native plan calls check their use", { skip }, () => {
   // A KV-cache call at another row than the layer's makes the recording unusable, with the reason.
   a.storeKVPair(new Float32Array(4), new Float32Array(4), 0, keys[0], values[0], 32);
   assert.match(String(a.planEnd!(new Float32Array(1), new Float32Array(1))), /another row/);
+  // A run writes the step's output into the array it is given (of the output's length), and
+  // only there.
+  const x = Float32Array.of(1, 2), y = Float32Array.of(10, 20), result = new Float32Array(2), own = new Float32Array(2), other = new Float32Array(2);
+  a.planBegin!([], keys, values, Float64Array.of(16), Int32Array.of(0));
+  a.add(x, y, result);
+  const plan = a.planEnd!(result, own);
+  assert.equal(typeof plan, "object");
+  x[0] = 5;
+  a.planRun!(plan as object, other);
+  assert.deepEqual([other, own], [Float32Array.of(15, 22), Float32Array.of(0, 0)]);
+  x[1] = 7;
+  a.planRun!(plan as object, own);
+  assert.deepEqual([other, own], [Float32Array.of(15, 22), Float32Array.of(15, 27)]);
+  assert.throws(() => a.planRun!(plan as object, new Float32Array(3)), /planRun: logits of 3 values, not the step's/);
 });

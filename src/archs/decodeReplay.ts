@@ -39,8 +39,8 @@ export class DecodeReplay {
   /**
    * The logits [sequences, vocab] of one token per sequence, each at its cache's next position, by
    * replaying the step recorded for exactly these caches (each then holds one more position), or
-   * null when there is none to replay: run the forward through `record` instead. The logits are
-   * copied into `out` when given, else into a new array.
+   * null when there is none to replay: run the forward through `record` instead. The logits go
+   * into `out` when given, else into a new array.
    */
   replay(sequences: readonly { ids: Int32Array; cache: KVCache }[], out?: Float32Array): Float32Array | null {
     const s = this.steps.get(sequences[0].cache);
@@ -59,13 +59,12 @@ export class DecodeReplay {
       }
     }
     sequences.forEach(({ ids, cache }, i) => { s.ids[i] = ids[0]; s.positions[i] = cache.length; });
-    s.plan.run();
+    // Straight into `out` (a generation's one array for all its steps). Else the caller owns
+    // what forward returns: a copy, whose allocation cost 2–3% of SmolLM2's decode (paired
+    // rounds, Ice Lake), hence forward's `out`.
+    s.plan.run(out ?? s.logits);
     for (const { cache } of sequences) cache.length += 1;
-    // The caller owns what forward returns. A new array per step cost 2–3% of SmolLM2's decode
-    // (its allocation, not the copy: paired rounds, Ice Lake), hence forward's `out`.
-    if (!out) return s.logits.slice();
-    out.set(s.logits);
-    return out;
+    return out ?? s.logits.slice();
   }
 
   /**

@@ -139,5 +139,7 @@ export interface StepKV {
 
 /** A recorded step (Kernels.recordStep). */
 export interface StepPlan {
-  run(): void;
+  /** The recorded calls again, the step's logits into `into` (recordStep's `logits` or any other
+   *  array of their length: the replay writes there directly). */
+  run(into: Float32Array): void;
 }

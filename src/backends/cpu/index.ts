@@ -126,7 +126,7 @@ function cpuKernels(a: NativeAddon): Kernels {
         throw e;
       }
       const plan = a.planEnd!(result(out), logits);
-      return { out, plan: typeof plan === "string" ? plan : { run: () => a.planRun!(plan), keep } as StepPlan };
+      return { out, plan: typeof plan === "string" ? plan : { run: (into) => a.planRun!(plan, into), keep } as StepPlan };
     } : undefined,
   };
 }

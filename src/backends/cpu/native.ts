@@ -90,8 +90,9 @@ export interface NativeAddon {
   planBegin?(keep: unknown[], keys: Uint8Array[], values: Uint8Array[], rowBytes: Float64Array, rows: Int32Array): void;
   /** Stop recording: the plan (result's memory replaced by logits'), or why it cannot be replayed. null: the recorded code failed. */
   planEnd?(result: Float32Array | null, logits: Float32Array | null): object | string;
-  /** The recorded calls again, in order. */
-  planRun?(plan: object): void;
+  /** The recorded calls again, in order; the step's logits into `logits` (the recording's own
+   *  array or another of its length). */
+  planRun?(plan: object, logits: Float32Array): void;
   /** Memory read bandwidth in bytes/s with `threads` threads (for the benchmark's bound). */
   readBandwidth(threads: number): number;
   /** Bytes of one row of `cols` values of `type` (0: unsupported). */
