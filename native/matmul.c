@@ -173,13 +173,15 @@ static int kind_of(int type) {
 // per thread still left decode on 2 threads slower than on 1 (SmolLM2 Q4_1, 142 vs 150 t/s): the
 // prefetchers restart wherever a thread jumps. A thread that finishes its share takes the other
 // shares' pieces from their back ends, so a worker that starts late leaves the caller a piece,
-// not its whole share. The pieces halve in size (1/2, 1/4, 1/8, 1/8 of a share): the one left at
-// the end, which the other thread waits for, is small: with 2 threads the caller waits for the
-// worker 0.5–0.7 ms of a ~25 ms SmolLM2 F32 decode step, where two equal runs per thread of
-// ceil(blocks / 4) blocks (uneven shares: 10 and 8 of a 576-row weight's 18 blocks) kept it
+// not its whole share. The pieces halve in size (1/2, 1/4, …, 1/32, 1/32 of a share): the one
+// left at the end, which the other thread waits for, is small: with 2 threads the caller waits
+// for the worker 0.5–0.7 ms of a ~25 ms SmolLM2 F32 decode step, where two equal runs per thread
+// of ceil(blocks / 4) blocks (uneven shares: 10 and 8 of a 576-row weight's 18 blocks) kept it
 // waiting 1.2–1.5 ms (F32 decode ~4% faster, Q4_K_M ~12%, Q4_0 the same; interleaved runs).
-// Each row is still computed by the same code, so the bits do not change.
-#define RUN_PIECES 4
+// Six pieces rather than four (last 1/8): 2-thread decode 1.00–1.04× (replayed steps of ~130
+// jobs, Q4_0, Q8_0, Q4_K_M, F16; paired rounds, Ice Lake). Each row is still computed by the
+// same code, so the bits do not change.
+#define RUN_PIECES 6
 typedef struct { toy_chunk_fn fn; void *m; int64_t nblocks; int threads; } run_t;
 
 // Chunk c: piece k of thread t's share of S blocks, its blocks S − S/2^k .. S − S/2^(k+1) (the

@@ -21,7 +21,8 @@ const cache = model.newCache(depth + 200, { hugePages: true });
 const fill = new Int32Array(Math.max(depth, 8)).map((_, i) => 100 + ((i * 7) % 1000));
 for (let p = 0; p < fill.length; p += 512) model.forward(fill.subarray(p, Math.min(fill.length, p + 512)), cache, "last");
 let token = 1;
-const step = () => { token = argmax(model.forward(Int32Array.of(token), cache, "last").data); };
+const logits = new Float32Array(model.nVocab); // one array for every step's logits, as a generation's
+const step = () => { token = argmax(model.forward(Int32Array.of(token), cache, "last", logits).data); };
 for (let i = 0; i < 100; i++) step(); // V8 compiles the forward
 const bytes = weightBytesPerToken(path) + kvBytesPerToken(path, depth + 32); // the mean position of 64 steps
 const shares = [];
