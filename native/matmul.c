@@ -262,27 +262,49 @@ static void mm_plan(mm_plan_t *p, const float *x, const uint8_t *w, int type, in
   p->mode = small ? RUN_SERIAL : RUN_CHUNKS;
 }
 
-/** The activation rows quantized once into scratch slot 3 (llama.cpp's vec_dot_type of m's
- *  weight: 8-bit blocks, or bf16 for BF16 weights on the vdpbf16ps path); every plan in
- *  plans[0..n) reads them (same scheme and cols). Nothing for the other float weights. */
+/** The activation rows quantized for plans[0..n) into scratch slot 3: once per scheme among
+ *  them (llama.cpp's vec_dot_type of each weight: 8-bit blocks, or bf16 for BF16 weights on the
+ *  vdpbf16ps path), which every plan of that scheme reads (same cols); nothing for the other
+ *  float weights. So one job can hold a layer's q, k, v of different types (a Q5_K_M file's
+ *  Q5_1 q and k with a Q8_0 v), each product reading what it would read alone. */
 static void quantize_x(mm_plan_t *plans, int n) {
-  mm_t *m = &plans[0].m;
-  if (m->kind == KIND_F) return;
+  int lead[TOY_MM_MULTI_MAX], group[TOY_MM_MULTI_MAX], groups = 0;
+  size_t at[TOY_MM_MULTI_MAX], total = 0;
+  for (int i = 0; i < n; i++) {
+    group[i] = -1;
+    if (plans[i].m.kind == KIND_F) continue;
+    for (int g = 0; g < groups && group[i] < 0; g++) if (plans[lead[g]].m.xscheme == plans[i].m.xscheme) group[i] = g;
+    if (group[i] < 0) { lead[groups] = i; group[i] = groups++; }
+  }
+  for (int g = 0; g < groups; g++) {
+    mm_t *m = &plans[lead[g]].m;
+    const int64_t nu = m->cols / 32;
+    // The integer block sums (xrow_t.sx) only where a Q4_0 weight reads them: a wider row slowed
+    // the other types' prompt products by 3–6% (Ice Lake, paired rounds).
+    m->xsums = 0;
+    for (int i = 0; i < n; i++) m->xsums |= group[i] == g && plans[i].m.type == T_Q4_0;
+    m->xstride = m->xscheme == XQ_BF16 ? (2 * m->cols + 63) & ~(size_t)63 : (m->cols + (m->xsums ? 16 : 12) * nu + 63) & ~(size_t)63;
+    at[g] = total;
+    total += m->xstride * m->T;
+  }
+  if (!groups) return;
+  uint8_t *xq = pool_scratch(0, 3, total);
+  for (int g = 0; g < groups; g++) {
+    mm_t *m = &plans[lead[g]].m;
 #if HAVE_X86
-  toy_chunk_fn quantize = m->xscheme == XQ_BF16 ? bf16_round_chunk : toy_has_avx2 ? quantize_chunk_avx2 : quantize_chunk_generic;
+    toy_chunk_fn quantize = m->xscheme == XQ_BF16 ? bf16_round_chunk : toy_has_avx2 ? quantize_chunk_avx2 : quantize_chunk_generic;
 #else
-  toy_chunk_fn quantize = quantize_chunk_generic;
+    toy_chunk_fn quantize = quantize_chunk_generic;
 #endif
-  const int64_t nu = m->cols / 32;
-  // The integer block sums (xrow_t.sx) only where a Q4_0 weight reads them: a wider row slowed
-  // the other types' prompt products by 3–6% (Ice Lake, paired rounds).
-  m->xsums = 0;
-  for (int i = 0; i < n; i++) m->xsums |= plans[i].m.type == T_Q4_0;
-  m->xstride = m->xscheme == XQ_BF16 ? (2 * m->cols + 63) & ~(size_t)63 : (m->cols + (m->xsums ? 16 : 12) * nu + 63) & ~(size_t)63;
-  m->xq = pool_scratch(0, 3, m->xstride * m->T);
-  if (m->T * m->cols < 16384) for (int64_t t = 0; t < m->T; t++) quantize(m, t, 0);
-  else pool_for(quantize, m, m->T);
-  for (int i = 1; i < n; i++) { plans[i].m.xq = m->xq; plans[i].m.xstride = m->xstride; plans[i].m.xsums = m->xsums; }
+    m->xq = xq + at[g];
+    if (m->T * m->cols < 16384) for (int64_t t = 0; t < m->T; t++) quantize(m, t, 0);
+    else pool_for(quantize, m, m->T);
+  }
+  for (int i = 0; i < n; i++) {
+    if (group[i] < 0) continue;
+    const mm_t *m = &plans[lead[group[i]]].m;
+    plans[i].m.xq = m->xq; plans[i].m.xstride = m->xstride; plans[i].m.xsums = m->xsums;
+  }
 }
 
 void k_matmul_packed(const float *x, const uint8_t *w, int type, int64_t rows, int64_t cols, int64_t T, float *out, int packed) {
@@ -316,7 +338,6 @@ int k_matmul_multi(const float *x, int n, const toy_mm_weight_t *ws, int64_t col
   int chunks = 0;
   for (int i = 0; i < n; i++) {
     mm_plan(&plans[i], x, ws[i].w, ws[i].type, ws[i].rows, cols, T, ws[i].out, ws[i].packed);
-    if (plans[i].m.xscheme != plans[0].m.xscheme || (plans[i].m.kind == KIND_F) != (plans[0].m.kind == KIND_F)) return 0;
     total += plans[i].nchunks;
     work += ws[i].rows * cols * T;
     chunks += plans[i].mode == RUN_CHUNKS;

@@ -1,7 +1,7 @@
 // The cpu backend's matmulMany (several weights times the same activations as one pool job: a
 // layer's q, k, v, or gate and up) against one matmul per weight: the same bits for every storage
-// type, for decode (T = 1) and prompt (T = 7, 24) shapes, on 1 and 2 threads, packed or not; and the
-// primitive's fallback when the weights' activations are quantized differently.
+// type, for decode (T = 1) and prompt (T = 7, 24) shapes, on 1 and 2 threads, packed or not; weights
+// of different types in one job; and the primitive's biases.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -55,12 +55,31 @@ for (const type of MATMUL_TYPES) {
   }
 }
 
-test("matmulMany: weights whose activations are quantized differently are refused, and the primitive falls back", { skip }, () => {
-  // Q4_1 takes Q8_1 activations, Q8_0 takes Q8_0: not one job.
+// A Q5_K_M file's q, k, v can be Q5_1, Q5_1 and Q8_0, and a Q4_K_M file's mix K-quants with
+// 32-blocks: weights whose activations are quantized differently (Q8_1, Q8_0 with and without
+// block sums, Q8_K, bf16, none) still run as one job, each reading what it reads alone.
+for (const types of [[GGMLType.Q4_1, GGMLType.Q8_0], [GGMLType.Q5_1, GGMLType.Q5_1, GGMLType.Q8_0], [GGMLType.Q4_0, GGMLType.Q4_K, GGMLType.Q8_0, GGMLType.F16],
+  [GGMLType.Q6_K, GGMLType.BF16, GGMLType.Q4_0, GGMLType.Q4_1]]) {
+  test(`matmulMany of ${types.map(typeName).join(", ")}: one job, the bits of one matmul per weight`, { skip }, () => {
+    const ws: Weight[] = types.map((type, i) => makeWeight(type, ROWS[i % ROWS.length] + 8 * i, COLS, 1 + i));
+    for (const T of [1, 7, 24]) {
+      const x = randn(T * COLS, 3 + T);
+      for (const threads of [1, 2]) {
+        const outs = ws.map((w) => new Float32Array(T * w.rows));
+        assert.ok(withThreads(threads, () => cpu.kernels.matmulMany!(x, ws, T, outs)), "one job");
+        ws.forEach((w, i) => {
+          const ref = new Float32Array(T * w.rows);
+          withThreads(threads, () => cpu.kernels.matmul(x, w, T, ref));
+          assert.deepEqual(outs[i], ref, `weight ${i} (${typeName(w.type)}), T=${T}, ${threads} threads`);
+        });
+      }
+    }
+  });
+}
+
+test("matmulMany: the primitive adds each weight's bias", { skip }, () => {
   const ws: Weight[] = [makeWeight(GGMLType.Q4_1, 64, COLS, 1), makeWeight(GGMLType.Q8_0, 32, COLS, 2)];
-  const x = randn(COLS, 3);
-  assert.equal(cpu.kernels.matmulMany!(x, ws, 1, ws.map((w) => new Float32Array(w.rows))), false);
-  const bias = randn(32, 4);
+  const x = randn(COLS, 3), bias = randn(32, 4);
   const ys = matmulMany(new Tensor([1, COLS], x, "cpu"), ws, [undefined, bias]);
   ws.forEach((w, i) => {
     const ref = new Float32Array(w.rows);
