@@ -48,7 +48,8 @@ export interface Kernels {
   /** out[t, r] = Σ_c x[t, c] · W[r, c] for t < T, r < w.rows; x is [T, w.cols]. */
   matmul(x: Float32Array, w: Weight, T: number, out: Float32Array): void;
   /** matmul of the same x [T, cols] with each weight into outs[i], the same results, as one call
-   *  (optional); false when this backend cannot for these weights (nothing computed). */
+   *  (optional, any mix of types on cpu); false when this backend cannot for these weights
+   *  (nothing computed). */
   matmulMany?(x: Float32Array, ws: readonly Weight[], T: number, outs: readonly Float32Array[]): boolean;
 
   /** out[t, :] = W[ids[t], :] (dequantized), for an embedding table W of w.rows rows. */
