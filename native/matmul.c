@@ -178,8 +178,8 @@ static int kind_of(int type) {
 // for the worker 0.5–0.7 ms of a ~25 ms SmolLM2 F32 decode step, where two equal runs per thread
 // of ceil(blocks / 4) blocks (uneven shares: 10 and 8 of a 576-row weight's 18 blocks) kept it
 // waiting 1.2–1.5 ms (F32 decode ~4% faster, Q4_K_M ~12%, Q4_0 the same; interleaved runs).
-// Six pieces rather than four (last 1/8): 2-thread decode 1.00–1.04× (replayed steps of ~130
-// jobs, Q4_0, Q8_0, Q4_K_M, F16; paired rounds, Ice Lake). Each row is still computed by the
+// Six pieces rather than four (last 1/8): 2-thread decode 0.98–1.04×, median 1.01× (replayed
+// steps of ~130 jobs, Q4_0, Q8_0, Q4_K_M, F16; paired rounds, Ice Lake). Each row is still computed by the
 // same code, so the bits do not change.
 #define RUN_PIECES 6
 typedef struct { toy_chunk_fn fn; void *m; int64_t nblocks; int threads; } run_t;

@@ -116,9 +116,9 @@ static void plan_remap(toy_plan_t *p, const float *from, size_t n, float *to) {
 }
 
 // A replay writes its logits into the array its caller reads them from (a generation keeps one
-// for all its steps): copying them out of the recording's own array instead read them back from
-// memory after the output head's stream had evicted them, ~100 µs a step (SmolLM2, Ice Lake).
-// Moving the plan's pointers is one pass over its calls, and only when the array changes.
+// for all its steps, else a new one each step), not into the recording's own array and then a
+// copy. Moving the plan's pointers is one pass over its calls, only when the array changes. The previous array may be gone by then:
+// its address only picks out the pointers to move (no live array the plan reads overlaps it).
 int plan_output(toy_plan_t *p, float *out, size_t n) {
   if (p->out && n != p->nOut) return 0;
   if (p->out && p->out != out) plan_remap(p, p->out, n, out);

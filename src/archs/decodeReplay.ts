@@ -23,7 +23,8 @@ interface RecordedStep {
   kv: StepKV;
   ids: Int32Array;
   positions: Int32Array;
-  logits: Float32Array;
+  /** Values of the step's logits: sequences × vocab. */
+  size: number;
 }
 
 export class DecodeReplay {
@@ -59,12 +60,13 @@ export class DecodeReplay {
       }
     }
     sequences.forEach(({ ids, cache }, i) => { s.ids[i] = ids[0]; s.positions[i] = cache.length; });
-    // Straight into `out` (a generation's one array for all its steps). Else the caller owns
-    // what forward returns: a copy, whose allocation cost 2–3% of SmolLM2's decode (paired
-    // rounds, Ice Lake), hence forward's `out`.
-    s.plan.run(out ?? s.logits);
+    // Straight into `out` (a generation's one array for all its steps), else into a new array
+    // the caller owns: its allocation costs SmolLM2's decode 2–5% (paired rounds, Ice Lake),
+    // hence forward's `out`.
+    const into = out ?? new Float32Array(s.size);
+    s.plan.run(into);
     for (const { cache } of sequences) cache.length += 1;
-    return out ?? s.logits.slice();
+    return into;
   }
 
   /**
@@ -84,7 +86,7 @@ export class DecodeReplay {
     const { out, plan } = this.kernels.recordStep(kv, forward, result, logits);
     if (ops.computedInScript) this.refused = "the forward computes in TypeScript";
     else if (typeof plan === "string") this.refused = plan;
-    else this.steps.set(sequences[0].cache, { plan, caches: sequences.map((q) => q.cache), kv, ids, positions: ops.positions, logits });
+    else this.steps.set(sequences[0].cache, { plan, caches: sequences.map((q) => q.cache), kv, ids, positions: ops.positions, size: logits.length });
     return out;
   }
 }

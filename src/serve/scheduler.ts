@@ -415,7 +415,8 @@ export class Scheduler {
     });
   }
 
-  /** One array for every tick's logits (a new one per tick cost ~2–3% of decode: its allocation). */
+  /** One array for every tick's logits (forward's out: a new array per step costs a single
+   *  sequence's decode 2–5%, its allocation). */
   private tickLogits(rows: number): Float32Array {
     const n = rows * this.model.nVocab;
     if (!this.tickArray || this.tickArray.length < n) this.tickArray = new Float32Array(this.slots.length * this.model.nVocab);
